@@ -1,0 +1,152 @@
+"""`course`: the course's command line (also `python -m autograder`).
+
+    course doctor                 is everything installed and readable?
+    course release [--check]      regenerate notebooks/ from solutions/ (or compare only)
+    course points                 points per notebook and exercise
+    course validate NB [--invert] nbgrader's Validator, with an exit code that means it
+    course mutants ASSIGNMENT     grade the mutant submissions of one assignment
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder import course
+from autograder.errors import CourseError
+
+
+def _problems_of_environment() -> list[str]:
+    found = []
+    if sys.version_info[:2] != (3, 11):
+        found.append(f"The course was checked on Python 3.11; this is "
+                     f"{sys.version_info.major}.{sys.version_info.minor}.")
+    try:
+        from sparse_embeddings import data
+    except ImportError as error:  # EnvironmentProblem: a wrong or missing TensorFlow
+        return [*found, str(error)]
+    for locate in (data.wnut16_train_path, data.glove_dir):
+        try:
+            locate()
+        except data.DataProblem as error:
+            found.append(str(error))
+    return found
+
+
+def cmd_doctor(args) -> int:
+    root = course.find_root()
+    found = _problems_of_environment()
+    from autograder.notebooks import read_notebook
+
+    for folder in (course.SOURCE_DIR, course.RELEASE_DIR):
+        for path in sorted((root / folder).rglob("*.ipynb")):
+            if ".ipynb_checkpoints" in path.parts:
+                continue
+            try:
+                read_notebook(path)
+            except CourseError as error:
+                found.append(str(error))
+    for problem in found:
+        print(f"problem: {problem}")
+    if not found:
+        print(f"All set: the course at {root} has what it needs.")
+    return 1 if found else 0
+
+
+def cmd_release(args) -> int:
+    from autograder import release
+
+    root = course.find_root()
+    if not args.check:
+        release.update_release(root)
+        print(f"{course.RELEASE_DIR}/ regenerated from {course.SOURCE_DIR}/.")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        release.generate(root, Path(tmp), log=lambda *_: None)
+        diffs = release.differences(Path(tmp), root / course.RELEASE_DIR)
+    for line in diffs:
+        print(f"differs: {course.RELEASE_DIR}/{line}")
+    if diffs:
+        print("Run `make release` to regenerate the student notebooks.")
+        return 1
+    print(f"{course.RELEASE_DIR}/ is up to date with {course.SOURCE_DIR}/.")
+    return 0
+
+
+def points_table(root: Path) -> list[tuple[str, str, float]]:
+    """(assignment, exercise or 'total', points) rows for every solution notebook."""
+    from autograder.notebooks import exercises, notebook_points, read_notebook
+
+    rows = []
+    for name in course.assignments(root):
+        for path in course.solution_notebooks(root, name):
+            nb = read_notebook(path)
+            rows.extend((name, ex.name, ex.points) for ex in exercises(nb).values())
+            rows.append((name, "total", notebook_points(nb)))
+    return rows
+
+
+def cmd_points(args) -> int:
+    for name, exercise, points in points_table(course.find_root()):
+        print(f"{name:<26} {exercise:<28} {points:>5g}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from autograder import validation
+
+    root = course.find_root()
+    results = validation.validate(Path(args.notebook).resolve(), root, invert=args.invert)
+    if results:
+        print(validation.summary(results))
+        return 1
+    print("passed" + (" (every test fails on the stub, as it should)" if args.invert else ""))
+    return 0
+
+
+def cmd_mutants(args) -> int:
+    from autograder import mutants
+
+    root = course.find_root()
+    verdicts = mutants.run(root, args.assignment, root / "tests" / "mutants" / args.assignment,
+                           workers=args.workers)
+    bad = [v for v in verdicts if not v.ok]
+    for verdict in verdicts:
+        own = verdict.mutant.exercise == verdict.exercise if verdict.mutant else \
+            verdict.student in (mutants.BLANK, mutants.PERFECT)
+        if own or not verdict.ok:
+            print(("ok   " if verdict.ok else "BAD  ") + verdict.describe())
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="check the installation and the notebooks")
+    p = sub.add_parser("release", help="regenerate notebooks/ from solutions/")
+    p.add_argument("--check", action="store_true", help="only compare with a fresh release")
+    sub.add_parser("points", help="points per notebook and exercise")
+    p = sub.add_parser("validate", help="validate a notebook with nbgrader's Validator")
+    p.add_argument("notebook")
+    p.add_argument("--invert", action="store_true", help="every test must fail (blank stubs)")
+    p = sub.add_parser("mutants", help="grade an assignment's mutant submissions")
+    p.add_argument("assignment")
+    p.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args(argv)
+    handler = {"doctor": cmd_doctor, "release": cmd_release, "points": cmd_points,
+               "validate": cmd_validate, "mutants": cmd_mutants}[args.command]
+    try:
+        return handler(args)
+    except CourseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ImportError as error:  # a wrong TensorFlow, said in one sentence by the library
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""The exercise contract of ../shared/COURSE.md: the graded names each notebook must have.
+
+Notebooks may add exercises; these names may not go missing. Test cells are
+named `test_<name>` or `test_<name>_<aspect>`.
+"""
+
+REQUIRED = {
+    "01-autodiff": ["sgd_step", "numerical_gradient", "gradients_or_zeros",
+                    "fit_linear_regression"],
+    "02-gather-gradients": ["gather_gradient", "to_dense", "deduplicate", "clip_rows",
+                            "select_rows"],
+    "03-sparse-updates": ["sparse_sgd_update", "entry_stop_gradients", "rows_changed",
+                          "lazy_adam_update", "PartiallyFrozenEmbedding"],
+    "04-tf1-bridge": ["build_capped_train_op"],
+    "05-bilstm-ner": ["normalize_token", "build_vocab", "encode_batch", "masked_cross_entropy",
+                      "build_tagger", "train_step", "extract_spans", "precision_recall_f1"],
+    "06-embeddings-at-scale": ["shard_of"],
+}

@@ -1,0 +1,90 @@
+"""Where the course lives and what it holds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.errors import CourseError
+
+CONFIG_NAME = "nbgrader_config.py"
+SOURCE_DIR = "solutions"
+RELEASE_DIR = "notebooks"
+# Not copied into a course folder that nbgrader works in.
+IGNORED = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "logs", "*.pyc")
+
+
+def find_root(start: Path | str | None = None) -> Path:
+    """The course folder: the nearest parent of `start` (or of this package) with the config."""
+    candidates = [Path(start or os.getcwd()).resolve(), Path(__file__).resolve().parent]
+    for begin in candidates:
+        for folder in (begin, *begin.parents):
+            if (folder / CONFIG_NAME).is_file() and (folder / SOURCE_DIR).is_dir():
+                return folder
+    raise CourseError(
+        f"No course folder found (one holding {CONFIG_NAME} and {SOURCE_DIR}/): "
+        "run this from the course's checkout."
+    )
+
+
+def assignments(root: Path) -> list[str]:
+    """Assignment names: the folders of `solutions/` that hold a notebook."""
+    source = root / SOURCE_DIR
+    return sorted(p.name for p in source.iterdir()
+                  if p.is_dir() and any(p.glob("*.ipynb")) and not p.name.startswith("."))
+
+
+def solution_notebooks(root: Path, assignment: str) -> list[Path]:
+    folder = root / SOURCE_DIR / assignment
+    if not folder.is_dir():
+        known = ", ".join(assignments(root)) or "none"
+        raise CourseError(f"There is no assignment {assignment!r} (known: {known}).")
+    return sorted(folder.glob("*.ipynb"))
+
+
+def make_course_dir(root: Path, target: Path, names: list[str]) -> Path:
+    """A throw-away nbgrader course folder at `target` holding the sources of `names`.
+
+    Its config loads the course's own `nbgrader_config.py`, then points nbgrader at
+    `target` and a gradebook inside it, so nothing touches the checkout.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copytree(root / SOURCE_DIR / name, target / SOURCE_DIR / name, ignore=IGNORED)
+    write_config(root, target)
+    return target
+
+
+def write_config(root: Path, target: Path) -> None:
+    """Point the course folder `target` at itself: its own root and gradebook."""
+    config = (
+        "c = get_config()  # noqa: F821\n"
+        f"load_subconfig({str(root / CONFIG_NAME)!r})  # noqa: F821\n"
+        f"c.CourseDirectory.root = {str(target)!r}\n"
+        f"c.CourseDirectory.db_url = {'sqlite:///' + str(target / 'gradebook.db')!r}\n"
+    )
+    (target / CONFIG_NAME).write_text(config, encoding="utf-8")
+
+
+def tool_env(extra: dict | None = None) -> dict:
+    """The environment for nbgrader: this Python's scripts first on PATH (nbgrader calls
+    `alembic` by name), and TensorFlow's start-up log kept short."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    return {**os.environ, "PATH": bin_dir + os.pathsep + path, "TF_CPP_MIN_LOG_LEVEL": "2",
+            **(extra or {})}
+
+
+def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
+                 env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `nbgrader ARGS` in `cwd`; a failure raises CourseError with its log tail."""
+    command = [sys.executable, "-m", "nbgrader", *args]
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                            timeout=timeout, env=tool_env(env))
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
+        raise CourseError(f"`nbgrader {' '.join(args)}` failed in {cwd}:\n{tail}")
+    return result

@@ -1,0 +1,167 @@
+"""Prove the tests: grade plausible wrong answers and other correct ones with nbgrader.
+
+For an answer cell with grade id X, `tests/mutants/<assignment>/X/` holds
+replacement sources for that cell:
+
+- `wrong_*.py`: a plausible mistake; it must lose points on X's tests while every
+  other exercise of the same submission keeps full marks;
+- `ok_*.py`: another correct solution; it must score full marks.
+
+A submission is the release notebook with every answer taken from the solution,
+except the replaced ones. Exercises of one notebook do not call each other, so one
+submission carries one mutant of every exercise: a notebook needs as many
+submissions as its largest mutant set, plus a blank one and a perfect one.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder import course, grading
+from autograder.notebooks import (
+    exercises,
+    grade_id,
+    is_answer,
+    read_notebook,
+    strip_solution_markers,
+)
+
+BLANK = "blank"
+PERFECT = "solution"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    exercise: str
+    path: Path
+
+    @property
+    def kind(self) -> str:
+        return "wrong" if self.path.name.startswith("wrong_") else "ok"
+
+    @property
+    def label(self) -> str:
+        return f"{self.exercise}/{self.path.name}"
+
+    def source(self) -> str:
+        return self.path.read_text(encoding="utf-8").rstrip() + "\n"
+
+
+def discover(mutants_dir: Path) -> dict[str, list[Mutant]]:
+    """Exercise grade id -> its mutants, sorted by file name."""
+    found: dict[str, list[Mutant]] = {}
+    if not mutants_dir.is_dir():
+        return found
+    for folder in sorted(p for p in mutants_dir.iterdir() if p.is_dir()):
+        files = sorted(p for p in folder.glob("*.py")
+                       if p.name.startswith(("wrong_", "ok_")))
+        if files:
+            found[folder.name] = [Mutant(folder.name, p) for p in files]
+    return found
+
+
+def plan(mutants: dict[str, list[Mutant]]) -> list[dict[str, Mutant]]:
+    """Submission k carries the k-th mutant of every exercise that has one."""
+    depth = max((len(m) for m in mutants.values()), default=0)
+    return [{ex: ms[k] for ex, ms in mutants.items() if k < len(ms)} for k in range(depth)]
+
+
+def build_submission(release: nbformat.NotebookNode, solution: nbformat.NotebookNode,
+                     replacements: dict[str, str] | None) -> nbformat.NotebookNode:
+    """The release notebook with answers filled in: `replacements` first, else the solution.
+
+    `replacements=None` leaves the release blank, as a student who did nothing.
+    """
+    nb = copy.deepcopy(release)
+    if replacements is None:
+        return nb
+    answers = {grade_id(c): strip_solution_markers(c.source)
+               for c in solution.cells if is_answer(c)}
+    for cell in nb.cells:
+        if is_answer(cell):
+            gid = grade_id(cell)
+            cell.source = replacements.get(gid, answers[gid])
+    return nb
+
+
+@dataclass
+class Verdict:
+    student: str
+    mutant: Mutant | None  # None for the blank and perfect submissions
+    exercise: str
+    score: float
+    max_score: float
+    messages: list[str]
+
+    @property
+    def expected_full(self) -> bool:
+        return self.mutant is None or self.mutant.kind == "ok" or \
+            self.mutant.exercise != self.exercise
+
+    @property
+    def ok(self) -> bool:
+        if self.student == BLANK:
+            return self.score == 0
+        if self.expected_full:
+            return self.score == self.max_score
+        return self.score < self.max_score
+
+    def describe(self) -> str:
+        who = self.mutant.label if self.mutant else self.student
+        want = ("0" if self.student == BLANK else
+                "full marks" if self.expected_full else f"less than {self.max_score:g}")
+        text = f"{who}: {self.exercise} scored {self.score:g}/{self.max_score:g}, expected {want}"
+        failing = [m for m in self.messages if m]
+        if failing:
+            text += "; failing checks: " + " | ".join(m.splitlines()[0][:200] for m in failing)
+        return text
+
+
+def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = None,
+        log=print) -> list[Verdict]:
+    """Grade the blank, perfect and mutant submissions of one assignment; one verdict each."""
+    notebooks = course.solution_notebooks(root, assignment)
+    if len(notebooks) != 1:
+        raise ValueError(f"{assignment}: the mutant harness expects one notebook per assignment")
+    solution = read_notebook(notebooks[0])
+    name = notebooks[0].name
+    mutants = discover(mutants_dir)
+    graded_exercises = exercises(solution)
+    unknown = sorted(set(mutants) - set(graded_exercises))
+    if unknown:
+        raise ValueError(f"{mutants_dir}: no answer cell has grade id {', '.join(unknown)}")
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
+        base = grading.prepare(root, assignment, Path(tmp) / "prep")
+        release = grading.release_notebook(base, assignment, name)
+        submissions = {BLANK: {name: build_submission(release, solution, None)},
+                       PERFECT: {name: build_submission(release, solution, {})}}
+        carried: dict[str, dict[str, Mutant]] = {BLANK: {}, PERFECT: {}}
+        for k, chosen in enumerate(plan(mutants), start=1):
+            student = f"mutants{k:02d}"
+            replacements = {ex: m.source() for ex, m in chosen.items()}
+            submissions[student] = {name: build_submission(release, solution, replacements)}
+            carried[student] = chosen
+        results = grading.autograde(root, assignment, submissions, workers=workers,
+                                    work=Path(tmp) / "grade", log=log)
+
+    verdicts = []
+    for student, by_notebook in sorted(results.items()):
+        result = by_notebook[name]
+        for exercise, info in graded_exercises.items():
+            cells = [result.cells[t] for t in info.tests]
+            verdicts.append(Verdict(
+                student=student,
+                mutant=carried[student].get(exercise),
+                exercise=exercise,
+                score=sum(c.score for c in cells),
+                max_score=sum(c.max_score for c in cells),
+                messages=[c.message for c in cells],
+            ))
+    return verdicts

@@ -1,0 +1,132 @@
+"""Reading course notebooks and their nbgrader cells, with clear errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.errors import CourseError
+
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+STUDENT_FORBIDDEN = SOLUTION_MARKERS + HIDDEN_MARKERS + ("BEGIN SOLUTION", "HIDDEN TESTS")
+
+
+def read_notebook(path: Path | str) -> nbformat.NotebookNode:
+    """Read a notebook; an unreadable one raises CourseError with one clear sentence."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CourseError(f"{path} does not exist.") from None
+    except UnicodeDecodeError:
+        raise CourseError(f"{path} is not a notebook: it is not UTF-8 text.") from None
+    if not text.strip():
+        raise CourseError(f"{path} is empty, not a notebook: restore it with `git checkout`.")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CourseError(
+            f"{path} is not a valid notebook (JSON error at line {error.lineno}, column "
+            f"{error.colno}: {error.msg}): restore it with `git checkout -- {path}` or "
+            "re-save it from JupyterLab."
+        ) from None
+    if not isinstance(raw, dict) or "cells" not in raw:
+        raise CourseError(f"{path} is JSON but not a notebook (it has no cells).")
+    try:
+        return nbformat.reads(text, as_version=4)
+    except Exception as error:
+        raise CourseError(f"{path} is not a valid notebook: {error}") from None
+
+
+def write_notebook(nb: nbformat.NotebookNode, path: Path | str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+def nbgrader_meta(cell) -> dict:
+    return dict(cell.get("metadata", {}).get("nbgrader", {}))
+
+
+def is_answer(cell) -> bool:
+    """An autograded answer cell: solution, not graded."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and meta.get("solution", False) \
+        and not meta.get("grade", False)
+
+
+def is_test(cell) -> bool:
+    """An autograder tests cell: graded, locked, code, not a solution."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and meta.get("grade", False) \
+        and not meta.get("solution", False)
+
+
+def is_manual(cell) -> bool:
+    """A manually graded answer (solution and grade at once)."""
+    meta = nbgrader_meta(cell)
+    return meta.get("grade", False) and meta.get("solution", False)
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def strip_solution_markers(source: str) -> str:
+    """The solution as a student would have typed it: the marker lines removed."""
+    kept = [line for line in source.splitlines() if line.strip() not in SOLUTION_MARKERS]
+    return "\n".join(kept)
+
+
+def exercise_of(test_id: str, answer_ids: list[str]) -> str | None:
+    """The answer grade id that a test grade id `test_<name>[_<aspect>]` belongs to."""
+    best = None
+    for name in answer_ids:
+        if test_id == f"test_{name}" or test_id.startswith(f"test_{name}_"):
+            if best is None or len(name) > len(best):
+                best = name
+    return best
+
+
+@dataclass
+class Exercise:
+    """One graded exercise: its answer cell and the test cells that grade it."""
+
+    name: str
+    answer_source: str
+    tests: dict[str, float] = field(default_factory=dict)  # test grade id -> points
+
+    @property
+    def points(self) -> float:
+        return sum(self.tests.values())
+
+
+def exercises(nb: nbformat.NotebookNode) -> dict[str, Exercise]:
+    """The graded exercises of a notebook, in order, keyed by answer grade id."""
+    found: dict[str, Exercise] = {}
+    for cell in nb.cells:
+        if is_answer(cell):
+            found[grade_id(cell)] = Exercise(grade_id(cell), cell.source)
+    names = list(found)
+    for cell in nb.cells:
+        if is_test(cell):
+            owner = exercise_of(grade_id(cell), names)
+            if owner is not None:
+                found[owner].tests[grade_id(cell)] = float(nbgrader_meta(cell).get("points", 0))
+    return found
+
+
+def notebook_points(nb: nbformat.NotebookNode) -> float:
+    """Total points of a notebook: every graded cell, autograded and manual."""
+    return sum(float(nbgrader_meta(c).get("points", 0)) for c in nb.cells
+               if nbgrader_meta(c).get("grade", False))
+
+
+def defined_names(source: str) -> set[str]:
+    """Top-level functions and classes a cell defines (by a light parse of its source)."""
+    return set(re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE))

@@ -1,0 +1,37 @@
+"""Plots the notebooks show, kept out of the lessons."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def loss_curves(curves: Mapping[str, Sequence[float]], title: str = "Training loss",
+                log_scale: bool = True, ax=None):
+    """Plot one loss curve per entry of `curves` (label -> losses per step).
+
+    Non-finite losses (a diverging run) are cut off where they start and marked.
+    Returns the matplotlib Axes.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    for label, losses in curves.items():
+        losses = np.asarray(losses, dtype=np.float64)
+        finite = np.isfinite(losses)
+        last = int(np.argmin(finite)) if not finite.all() else len(losses)
+        steps = np.arange(len(losses))
+        line, = ax.plot(steps[:last], losses[:last], label=label)
+        if last < len(losses):
+            ax.axvline(last, color=line.get_color(), linestyle=":", alpha=0.7)
+            ax.annotate("diverged", (last, ax.get_ylim()[1]), color=line.get_color(),
+                        ha="right", va="top", fontsize=8)
+    if log_scale:
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return ax
