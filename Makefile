@@ -1,0 +1,54 @@
+# The course's commands. Each one creates .venv and installs what is missing first,
+# so they work on a fresh clone; once installed, they start at once.
+#
+#   make lab       open the course: JupyterLab on notebooks/
+#   make test      run the whole test suite
+#   make release   regenerate notebooks/ from solutions/ with nbgrader
+#   make points    points per notebook and exercise
+#   make mutants   grade the mutant submissions of every notebook (slow)
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LAB_ARGS ?=
+# JupyterLab refuses to run as root unless told (containers, CI machines).
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
+PYTEST_ARGS ?=
+
+# nbgrader calls `alembic` and `jupyter` by name: the venv's scripts come first.
+export PATH := $(abspath $(BIN)):$(PATH)
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: install lab test release points mutants doctor clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "No python3 found: install Python 3.11 first."; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	@$(BIN)/course doctor
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+release: $(STAMP)
+	$(BIN)/course release
+
+points: $(STAMP)
+	@$(BIN)/course points
+
+doctor: $(STAMP)
+	@$(BIN)/course doctor
+
+mutants: $(STAMP)
+	@for dir in tests/mutants/*/; do $(BIN)/course mutants $$(basename $$dir) || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,148 @@
+"""The check helpers pass on right answers and explain wrong ones."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from sparse_embeddings import checks
+from sparse_embeddings.checks import CheckFailed
+
+
+def fails(function, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as info:
+        function(*args, **kwargs)
+    return str(info.value)
+
+
+def test_check_failed_is_an_assertion_error():
+    assert issubclass(CheckFailed, AssertionError)
+
+
+def test_check_close_passes_within_tolerance():
+    checks.check_close(tf.constant([1.0, 2.0]), [1.0, 2.0 + 5e-7])
+    checks.check_close(tf.Variable([[1.0]]), np.array([[1.0]]))
+    checks.check_close(3.0, 3.0)
+
+
+def test_check_close_reports_largest_error_and_where():
+    message = fails(checks.check_close, [[1.0, 2.0], [3.0, 9.0]], [[1.0, 2.0], [3.0, 4.0]],
+                    name="w")
+    assert "w differs" in message
+    assert "1 of 4 entries" in message
+    assert "largest error is 5" in message
+    assert "(1, 1)" in message
+    assert "got 9" in message and "expected 4" in message
+
+
+def test_check_close_refuses_broadcasting_shapes():
+    message = fails(checks.check_close, np.zeros((3, 1)), np.zeros(3), name="logits")
+    assert "shape (3, 1)" in message and "expected (3,)" in message
+
+
+def test_check_close_names_nan_with_a_hint():
+    message = fails(checks.check_close, [np.nan, 1.0], [0.0, 1.0])
+    assert "NaN" in message and "Hint:" in message
+
+
+def test_check_close_refuses_indexed_slices_and_none():
+    slices = tf.IndexedSlices(tf.ones((1, 2)), tf.constant([0]), tf.constant([3, 2]))
+    assert "IndexedSlices" in fails(checks.check_close, slices, np.zeros((3, 2)))
+    assert "None" in fails(checks.check_close, None, 1.0)
+
+
+def test_check_close_appends_the_hint():
+    message = fails(checks.check_close, 1.0, 2.0, hint="check the sign")
+    assert message.endswith("Hint: check the sign")
+
+
+def test_check_shape():
+    checks.check_shape(np.zeros((2, 3)), (2, 3))
+    checks.check_shape(tf.zeros((5, 3)), (None, 3))
+    message = fails(checks.check_shape, tf.zeros((2, 3)), (3, 2), name="x")
+    assert "x has shape (2, 3); expected (3, 2)" in message
+    fails(checks.check_shape, tf.zeros((2,)), (2, 1))
+
+
+def test_check_dtype():
+    checks.check_dtype(tf.zeros(2, tf.float64), "float64")
+    checks.check_dtype(np.zeros(2, np.int32), tf.int32)
+    assert "float32; expected float64" in fails(checks.check_dtype, tf.zeros(2), tf.float64)
+
+
+def test_check_finite():
+    checks.check_finite([1.0, 2.0])
+    assert "infinite" in fails(checks.check_finite, [1.0, np.inf])
+
+
+def test_check_indexed_slices():
+    slices = tf.IndexedSlices(tf.constant([[0.0, 1.0], [0.6, 0.8]]), tf.constant([0, 2]),
+                              tf.constant([4, 2]))
+    checks.check_indexed_slices(slices, indices=[0, 2], values=[[0, 1], [0.6, 0.8]],
+                                dense_shape=[4, 2])
+    dense = fails(checks.check_indexed_slices, tf.zeros((4, 2)))
+    assert "expected a tf.IndexedSlices" in dense and "tf.convert_to_tensor" in dense
+    assert "indices are [0, 2]; expected [2, 0]" in fails(
+        checks.check_indexed_slices, slices, indices=[2, 0])
+    assert "values" in fails(checks.check_indexed_slices, slices, values=[[0, 1], [0, 0]])
+    assert "dense_shape" in fails(checks.check_indexed_slices, slices, dense_shape=[5, 2])
+
+
+def test_check_unchanged_lists_rows():
+    before = np.zeros((20, 2))
+    after = before.copy()
+    checks.check_unchanged(before, after)
+    after[[3, 7]] = 1.0
+    message = fails(checks.check_unchanged, before, after, name="frozen rows")
+    assert "rows [3, 7]" in message
+    checks.check_unchanged(before, after, rows=[0, 1, 2])
+    assert "[7]" in fails(checks.check_unchanged, before, after, rows=[7, 8])
+
+
+def test_check_unchanged_sees_the_smallest_change():
+    before = np.ones(3, np.float32)
+    after = before.copy()
+    after[1] = np.nextafter(np.float32(1), np.float32(2))
+    fails(checks.check_unchanged, before, after)
+
+
+def test_check_rows_changed():
+    before = np.zeros((6, 2))
+    after = before.copy()
+    after[[1, 5]] += 1
+    checks.check_rows_changed(before, after, [5, 1])
+    message = fails(checks.check_rows_changed, before, after, [1, 3])
+    assert "rows [5] changed but should not have" in message
+    assert "rows [3] should have changed" in message
+
+
+def test_check_is_variable():
+    checks.check_is_variable(tf.Variable(1.0))
+    import keras
+
+    checks.check_is_variable(keras.Variable(1.0))
+    assert "expected a tf.Variable" in fails(checks.check_is_variable, tf.constant(1.0))
+
+
+def test_check_same_objects():
+    a, b = tf.Variable(1.0), tf.Variable(2.0)
+    checks.check_same_objects([a, b], [a, b])
+    message = fails(checks.check_same_objects, [a, tf.Variable(2.0)], [a, b])
+    assert "[1] is a new" in message and "Hint:" in message
+    assert "has 1 items" in fails(checks.check_same_objects, [a], [a, b])
+    assert "None" in fails(checks.check_same_objects, None, [a])
+
+
+def test_check_no_none():
+    checks.check_no_none([1, 2])
+    assert "positions [1]" in fails(checks.check_no_none, [1, None])
+
+
+def test_plots_loss_curves_marks_divergence():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sparse_embeddings import plots
+
+    ax = plots.loss_curves({"fine": [3, 2, 1], "diverges": [1, 10, np.inf, np.nan]})
+    assert [line.get_label() for line in ax.get_lines()][:1] == ["fine"]
+    assert any("diverged" in text.get_text() for text in ax.texts)
