@@ -10,12 +10,16 @@ replacement sources for that cell:
 A submission is the release notebook with every answer taken from the solution,
 except the replaced ones. Exercises of one notebook do not call each other, so one
 submission carries one mutant of every exercise: a notebook needs as many
-submissions as its largest mutant set, plus a blank one and a perfect one.
+submissions as its largest mutant set, plus a blank one and a perfect one. Where
+the solution of one exercise calls another (clip_rows calling deduplicate), a wrong
+mutant of the callee may cost the caller points too; the caller's score is then not
+judged in that submission.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,19 +95,27 @@ def build_submission(release: nbformat.NotebookNode, solution: nbformat.Notebook
 @dataclass
 class Verdict:
     student: str
-    mutant: Mutant | None  # None for the blank and perfect submissions
+    mutant: Mutant | None  # the mutant of `exercise` in this submission, if any
     exercise: str
     score: float
     max_score: float
     messages: list[str]
+    # the wrong mutants of exercises that this exercise's solution calls
+    wrong_callees: tuple[str, ...] = ()
+
+    @property
+    def judged(self) -> bool:
+        """False where a wrong callee may rightly cost this exercise points."""
+        return self.mutant is not None or not self.wrong_callees
 
     @property
     def expected_full(self) -> bool:
-        return self.mutant is None or self.mutant.kind == "ok" or \
-            self.mutant.exercise != self.exercise
+        return self.mutant is None or self.mutant.kind == "ok"
 
     @property
     def ok(self) -> bool:
+        if not self.judged:
+            return True
         if self.student == BLANK:
             return self.score == 0
         if self.expected_full:
@@ -151,6 +163,9 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
         results = grading.autograde(root, assignment, submissions, workers=workers,
                                     work=Path(tmp) / "grade", log=log)
 
+    callees = {name: {other for other in graded_exercises if other != name and
+                      re.search(rf"\b{re.escape(other)}\s*\(", info.answer_source)}
+               for name, info in graded_exercises.items()}
     verdicts = []
     for student, by_notebook in sorted(results.items()):
         result = by_notebook[name]
@@ -163,5 +178,8 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
                 score=sum(c.score for c in cells),
                 max_score=sum(c.max_score for c in cells),
                 messages=[c.message for c in cells],
+                wrong_callees=tuple(sorted(
+                    c for c in callees[exercise]
+                    if c in carried[student] and carried[student][c].kind == "wrong")),
             ))
     return verdicts

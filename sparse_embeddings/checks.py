@@ -28,6 +28,7 @@ __all__ = [
     "check_is_variable",
     "check_same_objects",
     "check_no_none",
+    "check_same_slices",
     "check_finite",
 ]
 
@@ -176,7 +177,7 @@ def check_indexed_slices(actual, indices=None, values=None, dense_shape=None,
     if not isinstance(actual, tf.IndexedSlices):
         kind = type(actual).__name__
         _fail(
-            f"{name} is a {kind}; expected a tf.IndexedSlices (a sparse gradient).",
+            f"{name} is of type {kind}; expected a tf.IndexedSlices (a sparse gradient).",
             hint or "the result is dense: did you call tf.convert_to_tensor, tf.add_n, "
             "or multiply by a tensor?",
         )
@@ -245,7 +246,7 @@ def check_is_variable(actual, name: str = "result", hint: str | None = None) -> 
     if isinstance(value, tf.Variable):  # keras.Variable wraps a tf.Variable
         return
     _fail(
-        f"{name} is a {type(actual).__name__}; expected a tf.Variable.",
+        f"{name} is of type {type(actual).__name__}; expected a tf.Variable.",
         hint or "tensors are immutable: keep the tf.Variable and update it with "
         "assign / assign_sub.",
     )
@@ -274,3 +275,13 @@ def check_no_none(values, name: str = "result", hint: str | None = None) -> None
     if missing:
         _fail(f"{name}: None at positions {_listing(missing)}; expected a value for each.",
               hint)
+
+
+def check_same_slices(actual, expected: tf.IndexedSlices, atol: float = 1e-6,
+                      name: str = "result", hint: str | None = None) -> None:
+    """`actual` is an IndexedSlices equal to `expected`: indices (values and dtype), values
+    and dense shape, entry by entry in the same order."""
+    check_indexed_slices(actual, indices=expected.indices.numpy(), values=expected.values,
+                         dense_shape=np.asarray(expected.dense_shape).tolist(), atol=atol,
+                         name=name, hint=hint)
+    check_dtype(actual.indices, expected.indices.dtype, name=f"{name}.indices", hint=hint)

@@ -35,3 +35,21 @@ def loss_curves(curves: Mapping[str, Sequence[float]], title: str = "Training lo
     ax.grid(alpha=0.3)
     ax.legend()
     return ax
+
+
+def bars(values: Mapping[str, float], ylabel: str, title: str = "", log_scale: bool = False,
+         unit: str = "", ax=None):
+    """A bar chart of `values` (label -> number), each bar labelled with its value."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    labels = list(values)
+    heights = [float(values[k]) for k in labels]
+    drawn = ax.bar(labels, heights, color=plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    ax.bar_label(drawn, labels=[f"{h:,.3g}{unit}" for h in heights], fontsize=8)
+    if log_scale:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.tick_params(axis="x", labelrotation=15)
+    return ax
