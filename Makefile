@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 
 # nbgrader calls `alembic` and `jupyter` by name: the venv's scripts come first.
 export PATH := $(abspath $(BIN)):$(PATH)
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+export TF_CPP_MIN_LOG_LEVEL ?= 3
 
 .PHONY: install lab test release points mutants doctor clean
 

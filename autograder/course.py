@@ -74,7 +74,7 @@ def tool_env(extra: dict | None = None) -> dict:
     `alembic` by name), and TensorFlow's start-up log kept short."""
     bin_dir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
-    return {**os.environ, "PATH": bin_dir + os.pathsep + path, "TF_CPP_MIN_LOG_LEVEL": "2",
+    return {**os.environ, "PATH": bin_dir + os.pathsep + path, "TF_CPP_MIN_LOG_LEVEL": "3",
             **(extra or {})}
 
 

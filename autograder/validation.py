@@ -31,7 +31,7 @@ def validate(path: Path, root: Path, invert: bool = False) -> dict:
     read_notebook(path)  # an unreadable file gets one clear sentence
     validator = Validator(config=course_config(root))
     validator.invert = invert
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     return validator.validate(str(path))
 
 

@@ -53,3 +53,34 @@ def bars(values: Mapping[str, float], ylabel: str, title: str = "", log_scale: b
     ax.grid(axis="y", alpha=0.3)
     ax.tick_params(axis="x", labelrotation=15)
     return ax
+
+
+def rows_moved(moved: Mapping[str, np.ndarray], batches: Sequence[Sequence[int]],
+               title: str = "Which rows move at each step"):
+    """One panel per optimizer: rows (y) by steps (x), filled where the row changed.
+
+    moved: optimizer name -> bool array (num_steps, num_rows), True where the row
+    changed at that step; batches: the ids looked up at each step, outlined in black.
+    Returns the matplotlib Figure.
+    """
+    names = list(moved)
+    num_steps, num_rows = np.asarray(moved[names[0]]).shape
+    fig, axes = plt.subplots(1, len(names), figsize=(1.6 * len(names) + 1, 0.28 * num_rows + 1.4),
+                             sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, name in zip(axes, names, strict=True):
+        grid = np.asarray(moved[name], dtype=float).T  # rows x steps
+        ax.imshow(grid, cmap="Oranges", vmin=0, vmax=1.3, aspect="auto",
+                  extent=(0.5, num_steps + 0.5, num_rows - 0.5, -0.5))
+        for step, ids in enumerate(batches, start=1):
+            for row in ids:
+                ax.add_patch(plt.Rectangle((step - 0.5, row - 0.5), 1, 1, fill=False,
+                                           edgecolor="black", linewidth=1.2))
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks(range(1, num_steps + 1))
+        ax.set_xlabel("step")
+    axes[0].set_yticks(range(num_rows))
+    axes[0].set_ylabel("row")
+    fig.suptitle(title + " (filled: moved; outlined: in the batch)", fontsize=10)
+    fig.tight_layout()
+    return fig

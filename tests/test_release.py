@@ -95,3 +95,15 @@ def test_grade_id_contract(path):
             assert HIDDEN_MARKERS[1] in cell.source
             hidden_somewhere[owner] = True
     assert all(hidden_somewhere.values()), f"exercises without hidden tests: {hidden_somewhere}"
+
+
+@pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
+def test_setup_keeps_tensorflow_logs_out_of_test_cells(path):
+    """nbgrader scores a test cell 0 when it writes anything to stderr, and TensorFlow logs
+    to stderr when its runtime starts: the imports cell silences it and starts it there."""
+    nb = read_notebook(path)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert 'os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"' in first_code.source
+    assert "tf.config.list_logical_devices()" in first_code.source
+    assert first_code.source.index("TF_CPP_MIN_LOG_LEVEL") < first_code.source.index(
+        "import tensorflow")
