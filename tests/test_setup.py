@@ -85,11 +85,12 @@ def test_nbgrader_config_sets_what_the_course_relies_on():
     assert (ROOT / config.IncludeHeaderFooter.header).is_file()
 
 
-def test_library_and_autograder_code_is_ruff_clean():
+def test_code_and_notebooks_are_ruff_clean():
     import subprocess
     import sys
 
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "sparse_embeddings",
-                             "autograder", "tests", "nbgrader_config.py"], cwd=ROOT,
+                             "autograder", "tests", "benchmarks", "solutions", "notebooks",
+                             "nbgrader_config.py"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
