@@ -148,5 +148,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def grade_main(argv: list[str] | None = None) -> int:
+    """`course-grade self NOTEBOOK`: grade my own notebook with every test, hidden ones too."""
+    parser = argparse.ArgumentParser(
+        prog="course-grade",
+        description="Grade notebooks of the course with nbgrader, hidden tests included.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("self", help="grade your own notebook; it is not changed")
+    p.add_argument("notebook", help="your notebook, e.g. notebooks/01-autodiff/autodiff.ipynb")
+    args = parser.parse_args(argv)
+    from autograder import selfgrade
+
+    try:
+        path = Path(args.notebook)
+        print(f"Grading {path} with every test (about as long as running it) ...", flush=True)
+        print(selfgrade.report(path, course.find_root()))
+    except CourseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,157 @@
+"""Grade my own notebook: every test, hidden ones included, for a self-study learner.
+
+`course-grade self notebooks/01-autodiff/autodiff.ipynb` (or the button at the end of
+each notebook) copies the learner's notebook into a throw-away nbgrader course and
+autogrades it there with real `nbgrader autograde`, the grading path the mutant harness
+and the class grader use. nbgrader restores the locked test cells from the gradebook,
+hidden tests included. The report gives points per exercise and the failing check's
+message and hint, never a test's source. The learner's file is only read.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder import course, grading
+from autograder.errors import CourseError
+from autograder.notebooks import (
+    HIDDEN_MARKERS,
+    SOLUTION_MARKERS,
+    exercises,
+    grade_id,
+    is_manual,
+    nbgrader_meta,
+    read_notebook,
+)
+
+
+def identify(root: Path, path: Path) -> tuple[str, str]:
+    """(assignment, notebook file name) of a learner's notebook; CourseError if it is none."""
+    nb = read_notebook(path)
+    text = "\n".join(cell.source for cell in nb.cells)
+    if any(marker in text for marker in SOLUTION_MARKERS + HIDDEN_MARKERS):
+        raise CourseError(
+            f"{path} is the instructor's version (it holds the solutions and the hidden "
+            "tests): grade your own copy, the one in notebooks/, instead."
+        )
+    ids = {grade_id(c) for c in nb.cells if nbgrader_meta(c).get("grade_id")}
+    if not ids:
+        raise CourseError(f"{path} is not a notebook of this course: it has no graded cells.")
+    for name in course.assignments(root):
+        for solution in course.solution_notebooks(root, name):
+            wanted = {grade_id(c) for c in read_notebook(solution).cells
+                      if nbgrader_meta(c).get("grade_id")}
+            if set(exercises(read_notebook(solution))) <= ids <= wanted:
+                return name, solution.name
+    raise CourseError(
+        f"{path} is not a notebook of this course: its graded cells match none of "
+        f"{', '.join(course.assignments(root))}."
+    )
+
+
+@dataclass
+class ExerciseReport:
+    name: str
+    score: float
+    max_score: float
+    failures: list[tuple[str, str]]  # (test grade id, message)
+    manual: bool = False  # an answer graded by hand: not scored here
+
+
+def grade(path: Path, root: Path | None = None, log=print) -> tuple[str, list[ExerciseReport],
+                                                                  float]:
+    """Autograde a learner's notebook; returns (assignment, reports, seconds)."""
+    root = root or course.find_root()
+    path = Path(path).resolve()
+    assignment, name = identify(root, path)
+    started = time.monotonic()
+    solution = read_notebook(course.solution_notebooks(root, assignment)[0])
+    with tempfile.TemporaryDirectory(prefix="course-selfgrade-") as tmp:
+        results = grading.autograde(root, assignment, {"self": {name: read_notebook(path)}},
+                                    workers=1, work=Path(tmp), log=lambda *_: None)
+    result = results["self"][name]
+    reports = []
+    for exercise in exercises(solution).values():
+        cells = {t: result.cells[t] for t in exercise.tests if t in result.cells}
+        reports.append(ExerciseReport(
+            exercise.name,
+            sum(c.score for c in cells.values()),
+            sum(c.max_score for c in cells.values()),
+            [(t, c.message) for t, c in cells.items() if c.score < c.max_score],
+        ))
+    manual = [grade_id(c) for c in solution.cells if is_manual(c)]
+    for gid in manual:
+        cell = result.cells.get(gid)
+        reports.append(ExerciseReport(gid, 0.0, cell.max_score if cell else 0.0, [],
+                                      manual=True))
+    return assignment, reports, time.monotonic() - started
+
+
+def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
+                  seconds: float) -> str:
+    """The report as text: a row per exercise, then the failing checks' messages."""
+    lines = [f"Self-grade of {path} ({assignment}), every test including the hidden ones",
+             "", f"  {'exercise':<28}{'points':>10}   result"]
+    auto = [r for r in reports if not r.manual]
+    for report in reports:
+        manual = report.manual
+        if manual:
+            verdict = "graded by hand, not here"
+        elif not report.failures:
+            verdict = "passed"
+        elif all(m.startswith("NotImplementedError") for _, m in report.failures):
+            verdict = "not answered yet"
+        else:
+            verdict = "failed"
+        points = "-" if manual else f"{report.score:g} / {report.max_score:g}"
+        lines.append(f"  {report.name:<28}{points:>10}   {verdict}")
+        if not manual and verdict == "failed":
+            for test, message in report.failures:
+                if message.startswith("NotImplementedError"):
+                    continue
+                text = message or "the cell failed (no message)"
+                first, *rest = text.splitlines()
+                lines.append(f"      {test}: {first}")
+                lines.extend(f"      {line}" for line in rest)
+    score = sum(r.score for r in auto)
+    total = sum(r.max_score for r in auto)
+    lines += ["", f"  {'total (autograded)':<28}{f'{score:g} / {total:g}':>10}",
+              "", f"Graded in {seconds:.0f} s. Your notebook was not changed."]
+    return "\n".join(lines)
+
+
+def report(path: Path | str, root: Path | None = None) -> str:
+    """Grade `path` and return the report text (what the command prints)."""
+    path = Path(path)
+    assignment, reports, seconds = grade(path, root)
+    return format_report(path, assignment, reports, seconds)
+
+
+def grade_button(filename: str):
+    """A button for the end of a notebook: saves nothing, grades the file on disk.
+
+    The learner saves the notebook first (Ctrl+S); the report appears under the button.
+    """
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    button = widgets.Button(description="Grade my notebook", icon="check",
+                            tooltip="every test, hidden ones included (save first)",
+                            layout=widgets.Layout(width="auto"))
+    output = widgets.Output()
+
+    def on_click(_):
+        output.clear_output()
+        with output:
+            print(f"Grading the saved {filename} (about half a minute) ...")
+            try:
+                print(report(Path(filename).resolve()))
+            except CourseError as error:
+                print(f"Cannot grade it: {error}")
+
+    button.on_click(on_click)
+    display(widgets.VBox([button, output]))
+    return button

@@ -1,0 +1,149 @@
+"""`course-grade self`: a learner grades their own notebook, hidden tests included."""
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+import pytest
+
+from autograder import mutants, selfgrade
+from autograder.errors import CourseError
+from autograder.notebooks import read_notebook
+from conftest import MUTANTS, RELEASE, ROOT, SOLUTIONS
+
+NAME = "autodiff.ipynb"
+RELEASED = RELEASE / "01-autodiff" / NAME
+SOLUTION = SOLUTIONS / "01-autodiff" / NAME
+
+
+def learner_copy(tmp_path, label, replacements):
+    """A learner's notebook somewhere of their own: the release with some answers filled."""
+    nb = mutants.build_submission(read_notebook(RELEASED), read_notebook(SOLUTION), replacements)
+    path = tmp_path / label / NAME
+    path.parent.mkdir()
+    nbformat.write(nb, str(path))
+    return path
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("learners")
+    wrong = (MUTANTS / "01-autodiff" / "numerical_gradient" / "wrong_forward_difference.py")
+    blank = tmp / "blank" / NAME
+    blank.parent.mkdir()
+    shutil.copy(RELEASED, blank)
+    solution_answers = mutants.build_submission(read_notebook(RELEASED),
+                                                read_notebook(SOLUTION), {})
+    partial_replacements = {cell.metadata.nbgrader["grade_id"]: cell.source
+                            for cell in solution_answers.cells
+                            if cell.metadata.get("nbgrader", {}).get("grade_id") == "sgd_step"}
+    partial_replacements["numerical_gradient"] = wrong.read_text()
+    stubs = {cell.metadata.nbgrader["grade_id"]: cell.source
+             for cell in read_notebook(RELEASED).cells
+             if cell.metadata.get("nbgrader", {}).get("solution")}
+    for name in ("gradients_or_zeros", "fit_linear_regression"):  # left as released
+        partial_replacements[name] = stubs[name]
+    paths = {"blank": blank,
+             "partial": learner_copy(tmp, "partial", partial_replacements),
+             "complete": learner_copy(tmp, "complete", {})}
+    before = {label: digest(path) for label, path in paths.items()}
+
+    def run(label):
+        if label == "partial":  # the command itself, as a learner types it
+            done = subprocess.run([sys.executable, "-c", "from autograder.cli import grade_main;"
+                                   " raise SystemExit(grade_main())", "self",
+                                   str(paths[label])], cwd=paths[label].parent,
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+        return selfgrade.report(paths[label], ROOT)
+
+    with ThreadPoolExecutor(2) as pool:
+        texts = dict(zip(paths, pool.map(run, paths), strict=True))
+    unchanged = {label: digest(path) == before[label] for label, path in paths.items()}
+    return texts, unchanged
+
+
+@pytest.mark.slow
+def test_blank_notebook_scores_zero_and_says_not_answered(reports):
+    text = reports[0]["blank"]
+    assert "total (autograded)" in text and "0 / 11" in text
+    assert text.count("not answered yet") == 4
+
+
+@pytest.mark.slow
+def test_partial_notebook_shows_points_and_the_failing_checks(reports):
+    text = reports[0]["partial"]
+    lines = {line.split()[0]: line for line in text.splitlines() if line.startswith("  ")
+             and line.split()}
+    assert lines["sgd_step"].split()[-1] == "passed" and "3 / 3" in lines["sgd_step"]
+    assert lines["numerical_gradient"].endswith("failed")
+    assert "0 / 3" in lines["numerical_gradient"]
+    assert "test_numerical_gradient: CheckFailed: numerical_gradient(sum(x**2)) differs" in text
+    assert lines["gradients_or_zeros"].endswith("not answered yet")
+    assert "3 / 11" in text
+    assert text.startswith("Grading ")
+
+
+@pytest.mark.slow
+def test_complete_notebook_scores_full_marks(reports):
+    text = reports[0]["complete"]
+    assert "11 / 11" in text and text.count("passed") == 4
+
+
+@pytest.mark.slow
+def test_reports_never_show_hidden_tests_and_notebooks_are_untouched(reports):
+    texts, unchanged = reports
+    hidden_only = ["BEGIN HIDDEN", "default_rng(11)", "np.linalg.lstsq", "tape.watch(x)"]
+    for label, text in texts.items():
+        for fragment in hidden_only:
+            assert fragment not in text, f"{label} report shows hidden test text {fragment!r}"
+    assert all(unchanged.values()), unchanged
+
+
+def test_refuses_the_solution_notebook():
+    with pytest.raises(CourseError, match="instructor's version"):
+        selfgrade.identify(ROOT, SOLUTION)
+
+
+def test_refuses_a_notebook_of_another_course(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("def f():\n    raise NotImplementedError()")
+    cell.metadata["nbgrader"] = {"grade": False, "grade_id": "q1", "locked": False,
+                                 "schema_version": 3, "solution": True, "task": False}
+    nb.cells = [cell]
+    path = tmp_path / "ps1.ipynb"
+    nbformat.write(nb, str(path))
+    with pytest.raises(CourseError, match="not a notebook of this course"):
+        selfgrade.identify(ROOT, path)
+    plain = tmp_path / "plain.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), str(plain))
+    with pytest.raises(CourseError, match="no graded cells"):
+        selfgrade.identify(ROOT, plain)
+
+
+def test_command_refuses_a_file_that_is_not_a_notebook(tmp_path):
+    path = tmp_path / "answers.ipynb"
+    path.write_text("def sgd_step(): pass\n")
+    done = subprocess.run([sys.executable, "-c", "from autograder.cli import grade_main;"
+                           " raise SystemExit(grade_main())", "self", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "is not a valid notebook" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_identify_finds_the_assignment_of_a_release_notebook():
+    assert selfgrade.identify(ROOT, RELEASED) == ("01-autodiff", NAME)
+
+
+@pytest.mark.parametrize("path", sorted(SOLUTIONS.glob("*/*.ipynb")), ids=lambda p: p.parent.name)
+def test_every_notebook_ends_with_the_grade_button(path):
+    last = read_notebook(path).cells[-1]
+    assert last.cell_type == "code" and f'grade_button("{path.name}")' in last.source
