@@ -10,6 +10,7 @@ message and hint, never a test's source. The learner's file is only read.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,6 +27,12 @@ from autograder.notebooks import (
     nbgrader_meta,
     read_notebook,
 )
+
+
+def cache_dir() -> Path:
+    """Where generated assignments are kept between self-grading runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sparse-embeddings-course"
 
 
 def identify(root: Path, path: Path) -> tuple[str, str]:
@@ -71,7 +78,8 @@ def grade(path: Path, root: Path | None = None, log=print) -> tuple[str, list[Ex
     solution = read_notebook(course.solution_notebooks(root, assignment)[0])
     with tempfile.TemporaryDirectory(prefix="course-selfgrade-") as tmp:
         results = grading.autograde(root, assignment, {"self": {name: read_notebook(path)}},
-                                    workers=1, work=Path(tmp), log=lambda *_: None)
+                                    workers=1, work=Path(tmp), log=lambda *_: None,
+                                    cache=cache_dir())
     result = results["self"][name]
     reports = []
     for exercise in exercises(solution).values():

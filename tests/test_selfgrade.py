@@ -1,6 +1,7 @@
 """`course-grade self`: a learner grades their own notebook, hidden tests included."""
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,9 @@ def digest(path):
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("learners")
+    cache = tmp_path_factory.mktemp("cache")
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)  # the subprocess inherits it
     wrong = (MUTANTS / "01-autodiff" / "numerical_gradient" / "wrong_forward_difference.py")
     blank = tmp / "blank" / NAME
     blank.parent.mkdir()
@@ -68,7 +72,12 @@ def reports(tmp_path_factory):
     with ThreadPoolExecutor(2) as pool:
         texts = dict(zip(paths, pool.map(run, paths), strict=True))
     unchanged = {label: digest(path) == before[label] for label, path in paths.items()}
-    return texts, unchanged
+    cached = sorted(p.name for p in selfgrade.cache_dir().iterdir())
+    if saved is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
+    return texts, unchanged, cached
 
 
 @pytest.mark.slow
@@ -93,6 +102,12 @@ def test_partial_notebook_shows_points_and_the_failing_checks(reports):
 
 
 @pytest.mark.slow
+def test_the_generated_assignment_is_cached_between_runs(reports):
+    cached = [name for name in reports[2] if not name.startswith(".")]
+    assert len(cached) == 1 and cached[0].startswith("01-autodiff-")
+
+
+@pytest.mark.slow
 def test_complete_notebook_scores_full_marks(reports):
     text = reports[0]["complete"]
     assert "11 / 11" in text and text.count("passed") == 4
@@ -100,7 +115,7 @@ def test_complete_notebook_scores_full_marks(reports):
 
 @pytest.mark.slow
 def test_reports_never_show_hidden_tests_and_notebooks_are_untouched(reports):
-    texts, unchanged = reports
+    texts, unchanged, _ = reports
     hidden_only = ["BEGIN HIDDEN", "default_rng(11)", "np.linalg.lstsq", "tape.watch(x)"]
     for label, text in texts.items():
         for fragment in hidden_only:
