@@ -46,6 +46,10 @@ class NotebookResult:
     def max_score(self) -> float:
         return sum(c.max_score for c in self.cells.values())
 
+    def tests_of(self, exercise) -> dict[str, CellResult]:
+        """The graded test cells of one `notebooks.Exercise`, by grade id."""
+        return {t: self.cells[t] for t in exercise.tests if t in self.cells}
+
 
 def _error_messages(nb: nbformat.NotebookNode) -> dict[str, str]:
     messages = {}

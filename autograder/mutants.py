@@ -170,7 +170,7 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
     for student, by_notebook in sorted(results.items()):
         result = by_notebook[name]
         for exercise, info in graded_exercises.items():
-            cells = [result.cells[t] for t in info.tests]
+            cells = list(result.tests_of(info).values())
             verdicts.append(Verdict(
                 student=student,
                 mutant=carried[student].get(exercise),

@@ -48,11 +48,11 @@ def identify(root: Path, path: Path) -> tuple[str, str]:
     if not ids:
         raise CourseError(f"{path} is not a notebook of this course: it has no graded cells.")
     for name in course.assignments(root):
-        for solution in course.solution_notebooks(root, name):
-            wanted = {grade_id(c) for c in read_notebook(solution).cells
-                      if nbgrader_meta(c).get("grade_id")}
-            if set(exercises(read_notebook(solution))) <= ids <= wanted:
-                return name, solution.name
+        for solution_path in course.solution_notebooks(root, name):
+            solution = read_notebook(solution_path)
+            wanted = {grade_id(c) for c in solution.cells if nbgrader_meta(c).get("grade_id")}
+            if set(exercises(solution)) <= ids <= wanted:
+                return name, solution_path.name
     raise CourseError(
         f"{path} is not a notebook of this course: its graded cells match none of "
         f"{', '.join(course.assignments(root))}."
@@ -68,8 +68,7 @@ class ExerciseReport:
     manual: bool = False  # an answer graded by hand: not scored here
 
 
-def grade(path: Path, root: Path | None = None, log=print) -> tuple[str, list[ExerciseReport],
-                                                                  float]:
+def grade(path: Path, root: Path | None = None) -> tuple[str, list[ExerciseReport], float]:
     """Autograde a learner's notebook; returns (assignment, reports, seconds)."""
     root = root or course.find_root()
     path = Path(path).resolve()
@@ -83,7 +82,7 @@ def grade(path: Path, root: Path | None = None, log=print) -> tuple[str, list[Ex
     result = results["self"][name]
     reports = []
     for exercise in exercises(solution).values():
-        cells = {t: result.cells[t] for t in exercise.tests if t in result.cells}
+        cells = result.tests_of(exercise)
         reports.append(ExerciseReport(
             exercise.name,
             sum(c.score for c in cells.values()),
@@ -105,8 +104,7 @@ def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
              "", f"  {'exercise':<28}{'points':>10}   result"]
     auto = [r for r in reports if not r.manual]
     for report in reports:
-        manual = report.manual
-        if manual:
+        if report.manual:
             verdict = "graded by hand, not here"
         elif not report.failures:
             verdict = "passed"
@@ -114,9 +112,9 @@ def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
             verdict = "not answered yet"
         else:
             verdict = "failed"
-        points = "-" if manual else f"{report.score:g} / {report.max_score:g}"
+        points = "-" if report.manual else f"{report.score:g} / {report.max_score:g}"
         lines.append(f"  {report.name:<28}{points:>10}   {verdict}")
-        if not manual and verdict == "failed":
+        if verdict == "failed":
             for test, message in report.failures:
                 if message.startswith("NotImplementedError"):
                     continue

@@ -43,17 +43,13 @@ def reports(tmp_path_factory):
     blank = tmp / "blank" / NAME
     blank.parent.mkdir()
     shutil.copy(RELEASED, blank)
-    solution_answers = mutants.build_submission(read_notebook(RELEASED),
-                                                read_notebook(SOLUTION), {})
-    partial_replacements = {cell.metadata.nbgrader["grade_id"]: cell.source
-                            for cell in solution_answers.cells
-                            if cell.metadata.get("nbgrader", {}).get("grade_id") == "sgd_step"}
-    partial_replacements["numerical_gradient"] = wrong.read_text()
     stubs = {cell.metadata.nbgrader["grade_id"]: cell.source
              for cell in read_notebook(RELEASED).cells
              if cell.metadata.get("nbgrader", {}).get("solution")}
-    for name in ("gradients_or_zeros", "fit_linear_regression"):  # left as released
-        partial_replacements[name] = stubs[name]
+    # sgd_step from the solution, numerical_gradient wrong, the other two left as released
+    partial_replacements = {"numerical_gradient": wrong.read_text(),
+                            "gradients_or_zeros": stubs["gradients_or_zeros"],
+                            "fit_linear_regression": stubs["fit_linear_regression"]}
     paths = {"blank": blank,
              "partial": learner_copy(tmp, "partial", partial_replacements),
              "complete": learner_copy(tmp, "complete", {})}
