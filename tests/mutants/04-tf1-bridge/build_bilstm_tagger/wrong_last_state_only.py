@@ -1,0 +1,9 @@
+# Mistake: forgets return_sequences=True, so the model tags the sentence, not each token.
+def build_bilstm_tagger(vocab_size, emb_dim, n_hidden, n_tags, keep_prob=1.0):
+    rate = 1.0 - keep_prob
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(vocab_size, emb_dim, mask_zero=True)(ids)
+    x = keras.layers.Bidirectional(keras.layers.LSTM(
+        n_hidden, dropout=rate, recurrent_dropout=rate))(x)
+    x = keras.layers.Dropout(rate)(x)
+    return keras.Model(ids, keras.layers.Dense(n_tags)(x))

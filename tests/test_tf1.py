@@ -1,0 +1,92 @@
+"""The graph-mode harness of notebook 04 (sparse_embeddings.tf1) runs what it is given and
+tells a sparse update from a dense one."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from sparse_embeddings import tf1
+from sparse_embeddings.checks import CheckFailed
+
+
+def capped(loss, var, max_norm, optimizer=None):
+    optimizer = optimizer or tf.compat.v1.train.GradientDescentOptimizer(1.0)
+    ((grad, _),) = optimizer.compute_gradients(loss, [var])
+    if isinstance(grad, tf.IndexedSlices):
+        ids, positions = tf.unique(grad.indices)
+        summed = tf.math.unsorted_segment_sum(grad.values, positions, tf.shape(ids)[0])
+        grad = tf.IndexedSlices(tf.clip_by_norm(summed, max_norm, axes=[1]), ids)
+    else:
+        grad = tf.clip_by_norm(grad, max_norm, axes=[1])
+    return optimizer.apply_gradients([(grad, var)])
+
+
+def dense(loss, var, max_norm, optimizer=None):
+    optimizer = optimizer or tf.compat.v1.train.GradientDescentOptimizer(1.0)
+    ((grad, _),) = optimizer.compute_gradients(loss, [var])
+    return optimizer.apply_gradients([(tf.convert_to_tensor(grad), var)])
+
+
+def test_runs_the_op_and_matches_the_reference():
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(10, 3))
+    ids = np.array([4, 4, 9, 0], dtype=np.int64)
+    upstream = rng.normal(size=(4, 3)) * 3
+    run = tf1.train_in_graph(capped, table, [(ids, upstream), (ids[:1], upstream[:1])], 1.0)
+    assert len(run.tables) == 3
+    expected = tf1.capped_sgd_reference(table, ids, upstream, 1.0)
+    np.testing.assert_allclose(run.tables[1], expected, atol=1e-5)
+    assert run.moved_rows(1) == [0, 4, 9] and run.moved_rows(2) == [4]
+    tf1.check_sparse_update(run)
+
+
+def test_reference_caps_the_summed_row():
+    out = tf1.capped_sgd_reference(np.zeros((3, 2)), [1, 1], [[3.0, 0.0], [3.0, 0.0]], 1.0)
+    np.testing.assert_allclose(out, [[0, 0], [-1, 0], [0, 0]])
+
+
+def test_dense_update_is_reported():
+    run = tf1.train_in_graph(dense, np.ones((4, 2)), [([1], [[1.0, 1.0]])], 1.0)
+    with pytest.raises(CheckFailed, match="dense update .*ResourceApplyGradientDescent"):
+        tf1.check_sparse_update(run)
+
+
+def test_dense_gradient_path():
+    x = np.eye(3)[:2]
+    run = tf1.train_in_graph(capped, np.zeros((3, 2)), [(x, [[0.0, 2.0], [0.3, 0.4]])], 1.0,
+                             dense=True)
+    np.testing.assert_allclose(run.tables[1], [[0, -1], [-0.3, -0.4], [0, 0]], atol=1e-6)
+
+
+def test_optimizer_is_made_inside_the_graph():
+    run = tf1.train_in_graph(capped, np.ones((6, 2)),
+                             [([1, 3], np.ones((2, 2))), ([5], np.ones((1, 2)))], 10.0,
+                             make_optimizer=lambda: tf.compat.v1.train.AdamOptimizer(0.1))
+    assert run.moved_rows(2) == [1, 3, 5]  # TF 1's Adam decays every row's moments
+
+
+def test_a_wrong_return_value_gets_a_clear_message():
+    with pytest.raises(CheckFailed, match="returned NoneType"):
+        tf1.train_in_graph(lambda loss, var, max_norm: None, np.ones((2, 2)),
+                           [([0], [[1.0, 1.0]])], 1.0)
+
+
+@pytest.mark.parametrize("table, batches, message", [
+    (np.ones(3), [([0], [[1.0]])], "2-D"),
+    (np.ones((2, 2)), [], "empty"),
+])
+def test_bad_arguments(table, batches, message):
+    with pytest.raises(ValueError, match=message):
+        tf1.train_in_graph(capped, table, batches, 1.0)
+
+
+def test_dropout_rates_reach_nested_layers():
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(10, 4)(ids)
+    x = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True, dropout=0.25,
+                                                     recurrent_dropout=0.5))(x)
+    model = keras.Model(ids, keras.layers.Dropout(0.125)(x))
+    rates = tf1.dropout_rates(model)
+    assert {0.25, 0.5, 0.125} <= set(rates)
+    assert set(rates) <= {0.0, 0.25, 0.5, 0.125}
