@@ -1,0 +1,485 @@
+"""A BiLSTM named-entity tagger for tweets: the library version of notebook 05.
+
+The notebook's exercises (`normalize_token`, `build_vocab`, `encode_batch`,
+`masked_cross_entropy`, `build_tagger`, `train_step`, `extract_spans`,
+`precision_recall_f1`) are here as the course's reference, shared by
+`benchmarks/ner.py`, with what is not the lesson: character ids, batching,
+a training loop with a progress bar and TensorBoard scalars, prediction.
+
+    >>> words, vectors = data.load_glove()
+    >>> vocab = build_vocab([normalize_sentence(t) for t, _ in train], words)
+    >>> model = build_tagger(pretrained_matrix(vectors), len(vocab) - len(words) - 2,
+    ...                      len(TAGS), num_chars=len(CHARS) + 2)
+
+The model: `PartiallyFrozenEmbedding` (the GloVe rows frozen, the training set's
+new tokens trainable), optionally concatenated with a character CNN per token,
+into a bidirectional LSTM and a dense layer giving one logit per tag. Id 0 is
+padding everywhere: it is masked, so padding never changes a real token's output.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from sparse_embeddings.layers import PartiallyFrozenEmbedding
+from sparse_embeddings.optimizers import LazyAdam
+
+PAD, UNK, USR, URL = "<PAD>", "<UNK>", "<USR>", "<URL>"
+ENTITY_TYPES = ("company", "facility", "geo-loc", "movie", "musicartist", "other", "person",
+                "product", "sportsteam", "tvshow")
+TAGS = ("O",) + tuple(f"{p}-{t}" for t in ENTITY_TYPES for p in ("B", "I"))
+TAG_INDEX = {tag: i for i, tag in enumerate(TAGS)}
+# Characters with their own id (ids 2..): printable ASCII; 0 pads, 1 is any other.
+CHARS = "".join(chr(c) for c in range(33, 127))
+CHAR_INDEX = {c: i + 2 for i, c in enumerate(CHARS)}
+MAX_WORD_CHARS = 20
+URL_PATTERN = re.compile(r"^https?://", re.IGNORECASE)
+
+
+# --- The notebook's exercises, reference versions ---------------------------------------
+
+def normalize_token(token: str) -> str:
+    """`@user` -> `<USR>`, `http(s)://...` -> `<URL>`, any other token lowercased.
+
+    A mention is `@` followed by at least one character (a lone `@` stays);
+    a URL starts with `http://` or `https://`, in any case. GloVe 6B is
+    lowercase, so other tokens are lowercased to find their GloVe row; the
+    character features keep the case.
+    """
+    if len(token) > 1 and token.startswith("@"):
+        return USR
+    if URL_PATTERN.match(token):
+        return URL
+    return token.lower()
+
+
+def normalize_sentence(tokens: Iterable[str]) -> list[str]:
+    return [normalize_token(t) for t in tokens]
+
+
+def build_vocab(sentences: Iterable[Sequence[str]], glove_words: Sequence[str],
+                min_count: int = 1) -> dict[str, int]:
+    """Token -> id: `<PAD>` 0, `<UNK>` 1, GloVe word `i` at `i + 2`, then the tokens of
+    `sentences` that GloVe lacks and that occur at least `min_count` times, in order of
+    first occurrence."""
+    vocab = {PAD: 0, UNK: 1}
+    for word in glove_words:
+        vocab.setdefault(word, len(vocab))
+    counts = Counter(token for sentence in sentences for token in sentence)
+    for token in counts:  # a Counter keeps the order of first occurrence
+        if token not in vocab and counts[token] >= min_count:
+            vocab[token] = len(vocab)
+    return vocab
+
+
+def encode_batch(sentences, vocab: dict[str, int], tag_index: dict[str, int]):
+    """Padded arrays of a batch of `(tokens, tags)`: `(ids, tags, lengths)`.
+
+    ids, tags: int32 (batch, longest), 0 after each sentence's end; a token not in
+    `vocab` gets `vocab["<UNK>"]`; lengths: int32 (batch,).
+    """
+    lengths = np.array([len(tokens) for tokens, _ in sentences], np.int32)
+    width = int(lengths.max()) if len(lengths) else 0
+    ids = np.zeros((len(lengths), width), np.int32)
+    tags = np.zeros((len(lengths), width), np.int32)
+    unk = vocab[UNK]
+    for row, (tokens, sentence_tags) in enumerate(sentences):
+        ids[row, : len(tokens)] = [vocab.get(t, unk) for t in tokens]
+        tags[row, : len(tokens)] = [tag_index[t] for t in sentence_tags]
+    return ids, tags, lengths
+
+
+def masked_cross_entropy(tags, logits, lengths):
+    """Cross-entropy averaged over each sentence's real tokens, then over the batch.
+
+    tags: int (batch, time); logits: float (batch, time, num_tags); lengths: int (batch,).
+    """
+    logits = tf.convert_to_tensor(logits)
+    mask = tf.sequence_mask(lengths, tf.shape(logits)[1], dtype=logits.dtype)
+    per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(tags, tf.int32), logits=logits)
+    per_sentence = tf.reduce_sum(per_token * mask, axis=1) / tf.cast(lengths, logits.dtype)
+    return tf.reduce_mean(per_sentence)
+
+
+def build_tagger(pretrained, num_new_rows: int, num_tags: int, units: int = 64,
+                 num_chars: int = 0, char_dim: int = 25, char_filters: int = 50,
+                 dropout: float = 0.5) -> keras.Model:
+    """Word ids (batch, time) -> logits (batch, time, num_tags).
+
+    pretrained: (P, d) frozen rows (padding and `<UNK>` first, then GloVe); the
+    `num_new_rows` after them train. A bidirectional LSTM of `units` per direction
+    reads the embeddings, masked at id 0. With `num_chars > 0`, the model takes
+    `[word_ids, char_ids]`, char_ids (batch, time, chars) with 0 padding, and a
+    character CNN (width 3, max over the word) adds `char_filters` features per token.
+    """
+    words = keras.Input((None,), dtype="int32", name="word_ids")
+    embedding = PartiallyFrozenEmbedding(pretrained, num_new_rows, mask_zero=True,
+                                         name="word_embedding")
+    x = embedding(words)
+    inputs = words
+    if num_chars:
+        chars = keras.Input((None, None), dtype="int32", name="char_ids")
+        c = CharCNN(num_chars, char_dim, char_filters, name="char_cnn")(chars)
+        x = keras.layers.Concatenate(name="word_and_chars")([x, c])
+        inputs = [words, chars]
+    if dropout:
+        x = keras.layers.Dropout(dropout)(x)
+    x = keras.layers.Bidirectional(keras.layers.LSTM(units, return_sequences=True),
+                                   name="bilstm")(x)
+    if dropout:
+        x = keras.layers.Dropout(dropout)(x)
+    logits = keras.layers.Dense(num_tags, name="tag_logits")(x)
+    return keras.Model(inputs, logits, name="bilstm_tagger")
+
+
+@keras.saving.register_keras_serializable(package="sparse_embeddings")
+class CharCNN(keras.layers.Layer):
+    """Character features of each token: ids (b, t, c) -> (b, t, filters).
+
+    Embeds the characters (id 0 pads), runs a width-3 convolution with ReLU over
+    each word and takes the maximum over its real characters; a padding token
+    (no characters) gives zeros.
+    """
+
+    def __init__(self, num_chars, char_dim=25, filters=50, width=3, **kwargs):
+        super().__init__(**kwargs)
+        self.num_chars, self.char_dim = int(num_chars), int(char_dim)
+        self.filters, self.width = int(filters), int(width)
+        self.embedding = keras.layers.Embedding(self.num_chars, self.char_dim)
+        self.conv = keras.layers.Conv1D(self.filters, self.width, padding="same",
+                                        activation="relu")
+
+    def build(self, input_shape):
+        self.embedding.build((None, None))
+        self.conv.build((None, None, self.char_dim))
+        self.built = True
+
+    def call(self, chars):
+        chars = tf.convert_to_tensor(chars)
+        shape = tf.shape(chars)
+        words = tf.reshape(chars, [-1, shape[2]])  # one row per token
+        features = self.conv(self.embedding(words))
+        real = tf.cast(words > 0, features.dtype)[..., None]
+        pooled = tf.reduce_max(features * real, axis=1)  # ReLU features are >= 0
+        return tf.reshape(pooled, tf.concat([shape[:2], [self.filters]], axis=0))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:2]) + (self.filters,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_chars": self.num_chars, "char_dim": self.char_dim,
+                       "filters": self.filters, "width": self.width})
+        return config
+
+
+def train_step(model, optimizer, batch, clip_norm: float = 5.0):
+    """One training step on `batch = (inputs, tags, lengths)`; returns the loss.
+
+    The gradients are clipped to a global norm of `clip_norm` with
+    `tf.clip_by_global_norm`, which scales an `IndexedSlices` without densifying it,
+    so that `LazyAdam` updates only the embedding rows looked up.
+    """
+    inputs, tags, lengths = batch
+    with tf.GradientTape() as tape:
+        logits = model(inputs, training=True)
+        loss = masked_cross_entropy(tags, logits, lengths)
+    variables = model.trainable_variables
+    grads, _ = tf.clip_by_global_norm(tape.gradient(loss, variables), clip_norm)
+    optimizer.apply_gradients(zip(grads, variables, strict=True))
+    return loss
+
+
+def extract_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Entity spans `(type, start, end)` of one BIO tag sequence, `end` exclusive.
+
+    conlleval's rules: `B-x` opens a span; `I-x` continues a span of type x and
+    opens one after `O` or another type; `O` closes.
+    """
+    spans = []
+    kind, start = None, 0
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, _, tag_type = tag.partition("-")
+        continues = prefix == "I" and tag_type == kind
+        if kind is not None and not continues:
+            spans.append((kind, start, i))
+            kind = None
+        if prefix == "B" or (prefix == "I" and not continues):
+            kind, start = tag_type, i
+    return spans
+
+
+def _prf(correct: int, predicted: int, true: int) -> dict[str, float]:
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / true if true else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "support": true}
+
+
+def precision_recall_f1(true_tags, pred_tags) -> dict:
+    """Span-level scores of predicted tag sequences, as seqeval (default mode) and conlleval.
+
+    true_tags, pred_tags: lists of sentences, each a list of BIO tags.
+    Returns {"precision", "recall", "f1", "support"} (micro-averaged over all spans)
+    and "per_type": {type: the same four}. A span counts as correct when its type,
+    start and end all match; a ratio with nothing to divide by is 0.
+    """
+    if len(true_tags) != len(pred_tags):
+        raise ValueError(f"{len(true_tags)} true sentences but {len(pred_tags)} predicted")
+    true_spans, pred_spans = set(), set()
+    for k, (t, p) in enumerate(zip(true_tags, pred_tags, strict=True)):
+        if len(t) != len(p):
+            raise ValueError(f"sentence {k}: {len(t)} true tags but {len(p)} predicted")
+        true_spans |= {(k,) + s for s in extract_spans(t)}
+        pred_spans |= {(k,) + s for s in extract_spans(p)}
+    correct = true_spans & pred_spans
+    report = _prf(len(correct), len(pred_spans), len(true_spans))
+    types = sorted({s[1] for s in true_spans | pred_spans})
+    report["per_type"] = {
+        kind: _prf(sum(s[1] == kind for s in correct), sum(s[1] == kind for s in pred_spans),
+                   sum(s[1] == kind for s in true_spans))
+        for kind in types
+    }
+    return report
+
+
+# --- What is not the lesson: matrices, characters, batches, training, prediction --------
+
+def pretrained_matrix(glove_vectors) -> np.ndarray:
+    """The frozen rows of the vocabulary: zeros for `<PAD>` and `<UNK>`, then GloVe."""
+    glove_vectors = np.asarray(glove_vectors, dtype=np.float32)
+    return np.concatenate([np.zeros((2, glove_vectors.shape[1]), np.float32), glove_vectors])
+
+
+def encode_chars(sentences, width: int | None = None,
+                 max_word_chars: int = MAX_WORD_CHARS) -> np.ndarray:
+    """Character ids (batch, longest sentence, max_word_chars) of raw (cased) tokens."""
+    width = width or max((len(tokens) for tokens, _ in sentences), default=0)
+    out = np.zeros((len(sentences), width, max_word_chars), np.int32)
+    for row, (tokens, _) in enumerate(sentences):
+        for col, token in enumerate(tokens[:width]):
+            ids = [CHAR_INDEX.get(c, 1) for c in token[:max_word_chars]]
+            out[row, col, : len(ids)] = ids
+    return out
+
+
+def glove_form(token: str, known) -> str:
+    """A normalized hashtag whose word GloVe knows reads that word: `#paris` -> `paris`.
+
+    `known` is a set (or dict) of GloVe words. Other tokens are returned as they are.
+    The character features still see the `#`.
+    """
+    if len(token) > 1 and token[0] == "#" and token not in known and token[1:] in known:
+        return token[1:]
+    return token
+
+
+def normalized(sentences, known=None):
+    """`(tokens, tags)` with the tokens normalized (and hashtags read as their GloVe word,
+    with `known`); tags kept."""
+    out = []
+    for tokens, tags in sentences:
+        forms = normalize_sentence(tokens)
+        if known is not None:
+            forms = [glove_form(t, known) for t in forms]
+        out.append((forms, list(tags)))
+    return out
+
+
+class Tagger:
+    """A vocabulary, a model and how to feed it: what the notebook and benchmark share."""
+
+    def __init__(self, vocab: dict[str, int], model: keras.Model, use_chars: bool,
+                 num_glove: int = 0):
+        self.vocab = vocab
+        self.model = model
+        self.use_chars = use_chars
+        self.num_glove = num_glove
+        # GloVe words are ids 2 .. num_glove + 1 of the vocabulary
+        self.known = {w for w, i in vocab.items() if 2 <= i < num_glove + 2} or None
+
+    def batch(self, sentences):
+        """`(inputs, tags, lengths)` of raw `(tokens, tags)` sentences, as `train_step` takes."""
+        ids, tags, lengths = encode_batch(normalized(sentences, self.known), self.vocab,
+                                          TAG_INDEX)
+        if self.use_chars:
+            return [ids, encode_chars(sentences, ids.shape[1])], tags, lengths
+        return ids, tags, lengths
+
+    def predict(self, sentences, batch_size: int = 256) -> list[list[str]]:
+        """Predicted BIO tags of raw sentences (the tags given are ignored)."""
+        out = []
+        for start in range(0, len(sentences), batch_size):
+            chunk = [(t, ["O"] * len(t)) for t, *_ in sentences[start:start + batch_size]]
+            inputs, _, lengths = self.batch(chunk)
+            best = np.argmax(self.model(inputs, training=False), axis=-1)
+            out += [[TAGS[i] for i in row[:n]] for row, n in zip(best, lengths, strict=True)]
+        return out
+
+    def evaluate(self, sentences) -> dict:
+        return precision_recall_f1([list(tags) for _, tags in sentences],
+                                   self.predict(sentences))
+
+
+def make_tagger(train, glove_words=None, glove_vectors=None, use_glove: bool = True,
+                use_chars: bool = True, units: int = 64, dropout: float = 0.5,
+                min_count: int = 1, seed: int = 0) -> Tagger:
+    """A vocabulary and an untrained model for the raw `train` sentences.
+
+    With `use_glove=False` (the baseline), no pretrained rows: every training token
+    gets a trainable random row (`PartiallyFrozenEmbedding` with only padding and
+    `<UNK>` frozen).
+    """
+    keras.utils.set_random_seed(seed)
+    words = list(glove_words) if use_glove else []
+    known = set(words) or None
+    token_lists = [tokens for tokens, _ in normalized(train, known)]
+    vocab = build_vocab(token_lists, words, min_count=min_count)
+    dim = 50 if glove_vectors is None else np.shape(glove_vectors)[1]
+    vectors = glove_vectors if use_glove else np.zeros((0, dim), np.float32)
+    pretrained = pretrained_matrix(vectors)
+    model = build_tagger(pretrained, len(vocab) - len(pretrained), len(TAGS), units=units,
+                         num_chars=len(CHARS) + 2 if use_chars else 0, dropout=dropout)
+    return Tagger(vocab, model, use_chars, num_glove=len(words))
+
+
+def batches(sentences, batch_size: int, rng: np.random.Generator | None = None):
+    """Lists of `batch_size` sentences, shuffled by `rng` when given."""
+    order = np.arange(len(sentences)) if rng is None else rng.permutation(len(sentences))
+    for start in range(0, len(order), batch_size):
+        yield [sentences[i] for i in order[start:start + batch_size]]
+
+
+def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: int = 32,
+        lr: float = 3e-3, clip_norm: float = 5.0, seed: int = 0, logdir=None,
+        verbose: int = 1, step_fn=None, restore_best: bool = False) -> dict:
+    """Train with LazyAdam, one `train_step` per batch; returns the history.
+
+    history: "loss" (one per step), "epoch_loss", "val_f1" (one per epoch, when
+    `validation` is given), "seconds". With `verbose`, a Keras progress bar on
+    stdout (never stderr: a graded cell must not write there). With `logdir`,
+    TensorBoard scalars `loss` (per step) and `val_f1` (per epoch). With
+    `restore_best` (and `validation`), the weights of the epoch with the best
+    validation F1 are put back at the end (early stopping on validation, never test).
+    """
+    optimizer = LazyAdam(lr)
+    step = tf.function(step_fn or train_step, reduce_retracing=True)
+    rng = np.random.default_rng(seed)
+    writer = tf.summary.create_file_writer(str(logdir)) if logdir is not None else None
+    history = {"loss": [], "epoch_loss": [], "val_f1": [], "seconds": 0.0, "best_epoch": None}
+    best_f1, best_weights = -1.0, None
+    start = time.perf_counter()
+    steps_per_epoch = math.ceil(len(train) / batch_size)
+    for epoch in range(epochs):
+        bar = (keras.utils.Progbar(steps_per_epoch, stateful_metrics=["val_f1"])
+               if verbose else None)
+        if bar is not None:
+            print(f"Epoch {epoch + 1}/{epochs}", file=sys.stdout)
+        losses = []
+        for k, chunk in enumerate(batches(train, batch_size, rng)):
+            inputs, tags, lengths = tagger.batch(chunk)
+            loss = float(step(tagger.model, optimizer,
+                              (inputs, tf.constant(tags), tf.constant(lengths)),
+                              clip_norm=clip_norm))
+            losses.append(loss)
+            history["loss"].append(loss)
+            if writer is not None:
+                with writer.as_default():
+                    tf.summary.scalar("loss", loss, step=epoch * steps_per_epoch + k)
+            if bar is not None and k + 1 < steps_per_epoch:
+                bar.update(k + 1, [("loss", loss)])
+        history["epoch_loss"].append(float(np.mean(losses)))
+        values = [("loss", losses[-1])]
+        if validation is not None:
+            f1 = tagger.evaluate(validation)["f1"]
+            history["val_f1"].append(f1)
+            values.append(("val_f1", f1))
+            if restore_best and f1 > best_f1:
+                best_f1, best_weights = f1, tagger.model.get_weights()
+                history["best_epoch"] = epoch + 1
+            if writer is not None:
+                with writer.as_default():
+                    tf.summary.scalar("val_f1", f1, step=epoch + 1)
+        if bar is not None:
+            bar.update(steps_per_epoch, values)
+    if writer is not None:
+        writer.flush()
+    if best_weights is not None:
+        tagger.model.set_weights(best_weights)
+    history["seconds"] = time.perf_counter() - start
+    return history
+
+
+def report_table(report: dict) -> str:
+    """A per-type precision / recall / F1 / support table (text), micro average last."""
+    lines = [f"{'type':<12} {'precision':>9} {'recall':>7} {'F1':>6} {'support':>7}"]
+    rows = list(report["per_type"].items()) + [("micro avg", report)]
+    for kind, r in rows:
+        lines.append(f"{kind:<12} {r['precision']:>9.3f} {r['recall']:>7.3f} {r['f1']:>6.3f} "
+                     f"{r['support']:>7d}")
+    return "\n".join(lines)
+
+
+def errors(sentences, predicted, limit: int = 5) -> list[str]:
+    """Up to `limit` sentences whose predicted spans differ, shown token / true / predicted."""
+    shown = []
+    for (tokens, tags), pred in zip(sentences, predicted, strict=True):
+        if set(extract_spans(tags)) == set(extract_spans(pred)):
+            continue
+        marks = []
+        for token, t, p in zip(tokens, tags, pred, strict=True):
+            marks.append(token if t == p == "O" else f"{token}[{t}|{p}]" if t != p
+                         else f"{token}[{t}]")
+        shown.append(" ".join(marks))
+        if len(shown) == limit:
+            break
+    return shown
+
+
+def save_tagger(tagger: Tagger, path) -> None:
+    """Save the model to `path` (a `.keras` file) and its new tokens beside it (`.json`).
+
+    The GloVe part of the vocabulary is not repeated: `load_tagger` rebuilds it from
+    the GloVe words, and checks that their number matches.
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix != ".keras":
+        raise ValueError(f"save the tagger to a .keras file; got {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tagger.model.save(path)
+    new_tokens = [w for w, i in sorted(tagger.vocab.items(), key=lambda kv: kv[1])
+                  if i >= tagger.num_glove + 2]
+    path.with_suffix(".json").write_text(json.dumps(
+        {"num_glove": tagger.num_glove, "use_chars": tagger.use_chars,
+         "new_tokens": new_tokens, "tags": list(TAGS)}, ensure_ascii=False))
+
+
+def load_tagger(path, glove_words=()) -> Tagger:
+    """The tagger saved by `save_tagger`; `glove_words` are the GloVe words it was built with."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    words = list(glove_words)[: meta["num_glove"]]
+    if len(words) != meta["num_glove"] or meta["tags"] != list(TAGS):
+        raise ValueError(
+            f"{path} was saved with {meta['num_glove']} GloVe words and tags {meta['tags']}; "
+            f"got {len(words)} words and tags {list(TAGS)}."
+        )
+    vocab = build_vocab([meta["new_tokens"]], words)
+    model = keras.models.load_model(path)
+    return Tagger(vocab, model, meta["use_chars"], num_glove=meta["num_glove"])
