@@ -30,6 +30,7 @@ __all__ = [
     "check_no_none",
     "check_same_slices",
     "check_finite",
+    "check_equal",
 ]
 
 # Rows listed in a message before it says "and N more".
@@ -285,3 +286,38 @@ def check_same_slices(actual, expected: tf.IndexedSlices, atol: float = 1e-6,
                          dense_shape=np.asarray(expected.dense_shape).tolist(), atol=atol,
                          name=name, hint=hint)
     check_dtype(actual.indices, expected.indices.dtype, name=f"{name}.indices", hint=hint)
+
+
+def check_equal(actual, expected, name: str = "result", hint: str | None = None) -> None:
+    """`actual == expected` for plain values (strings, lists, tuples, dicts, numbers).
+
+    Lists and tuples are compared item by item (the first difference is named);
+    dicts key by key (missing, extra and different keys are listed).
+    """
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        missing = [k for k in expected if k not in actual]
+        extra = [k for k in actual if k not in expected]
+        differ = [k for k in expected if k in actual and actual[k] != expected[k]]
+        if missing or extra or differ:
+            parts = []
+            if missing:
+                parts.append(f"keys missing: {_listing(missing)}")
+            if extra:
+                parts.append(f"unexpected keys: {_listing(extra)}")
+            if differ:
+                k = differ[0]
+                parts.append(f"{len(differ)} keys differ, e.g. {k!r}: got {actual[k]!r}, "
+                             f"expected {expected[k]!r}")
+            _fail(f"{name}: " + "; ".join(parts) + ".", hint)
+        return
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
+            if a != e:
+                _fail(f"{name}[{i}] is {a!r}; expected {e!r} (in {name} = {actual!r:.300}).",
+                      hint)
+        if len(actual) != len(expected):
+            _fail(f"{name} has {len(actual)} items; expected {len(expected)}: got "
+                  f"{actual!r:.300}, expected {expected!r:.300}.", hint)
+        return
+    if actual != expected:
+        _fail(f"{name} is {actual!r:.300}; expected {expected!r:.300}.", hint)

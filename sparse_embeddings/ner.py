@@ -113,7 +113,7 @@ def masked_cross_entropy(tags, logits, lengths):
 
 def build_tagger(pretrained, num_new_rows: int, num_tags: int, units: int = 64,
                  num_chars: int = 0, char_dim: int = 25, char_filters: int = 50,
-                 dropout: float = 0.5) -> keras.Model:
+                 dropout: float = 0.3) -> keras.Model:
     """Word ids (batch, time) -> logits (batch, time, num_tags).
 
     pretrained: (P, d) frozen rows (padding and `<UNK>` first, then GloVe); the
@@ -332,8 +332,8 @@ class Tagger:
 
 
 def make_tagger(train, glove_words=None, glove_vectors=None, use_glove: bool = True,
-                use_chars: bool = True, units: int = 64, dropout: float = 0.5,
-                min_count: int = 1, seed: int = 0) -> Tagger:
+                use_chars: bool = True, units: int = 64, dropout: float = 0.3,
+                min_count: int = 2, seed: int = 0) -> Tagger:
     """A vocabulary and an untrained model for the raw `train` sentences.
 
     With `use_glove=False` (the baseline), no pretrained rows: every training token
@@ -373,7 +373,18 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
     validation F1 are put back at the end (early stopping on validation, never test).
     """
     optimizer = LazyAdam(lr)
-    step = tf.function(step_fn or train_step, reduce_retracing=True)
+    model, step_fn = tagger.model, step_fn or train_step
+
+    # one tf.function per run, closing over model and optimizer, traced once: any batch
+    # size and tweet length
+    matrix = tf.TensorSpec((None, None), tf.int32)
+    input_spec = ([matrix, tf.TensorSpec((None, None, None), tf.int32)] if tagger.use_chars
+                  else matrix)
+
+    @tf.function(input_signature=[input_spec, matrix, tf.TensorSpec((None,), tf.int32)])
+    def step(inputs, tags, lengths):
+        return step_fn(model, optimizer, (inputs, tags, lengths), clip_norm=clip_norm)
+
     rng = np.random.default_rng(seed)
     writer = tf.summary.create_file_writer(str(logdir)) if logdir is not None else None
     history = {"loss": [], "epoch_loss": [], "val_f1": [], "seconds": 0.0, "best_epoch": None}
@@ -388,9 +399,9 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
         losses = []
         for k, chunk in enumerate(batches(train, batch_size, rng)):
             inputs, tags, lengths = tagger.batch(chunk)
-            loss = float(step(tagger.model, optimizer,
-                              (inputs, tf.constant(tags), tf.constant(lengths)),
-                              clip_norm=clip_norm))
+            inputs = ([tf.constant(x) for x in inputs] if isinstance(inputs, list)
+                      else tf.constant(inputs))
+            loss = float(step(inputs, tf.constant(tags), tf.constant(lengths)))
             losses.append(loss)
             history["loss"].append(loss)
             if writer is not None:

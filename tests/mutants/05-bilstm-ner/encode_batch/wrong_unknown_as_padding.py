@@ -1,0 +1,10 @@
+# Mistake: unknown tokens get id 0, so the model takes them for padding and skips them.
+def encode_batch(sentences, vocab, tag_index):
+    lengths = np.array([len(t) for t, _ in sentences], dtype=np.int32)
+    width = max(lengths, default=0)
+    ids = np.zeros((len(sentences), width), dtype=np.int32)
+    tag_ids = np.zeros((len(sentences), width), dtype=np.int32)
+    for row, (tokens, tags) in enumerate(sentences):
+        ids[row, :len(tokens)] = [vocab.get(t, 0) for t in tokens]
+        tag_ids[row, :len(tokens)] = [tag_index[t] for t in tags]
+    return ids, tag_ids, lengths
