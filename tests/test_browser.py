@@ -1,0 +1,170 @@
+"""What a student meets in JupyterLab 4 with nbgrader's lab extension, in a real browser.
+
+For every release notebook: open it, Restart Kernel and Run All (the blank notebook's
+tests raise NotImplementedError), press Validate (it lists the failing tests), fill the
+answer cells from the solution, reload, run all again, press Validate (success). And a
+read-only test cell cannot be edited from the page; the property inspector can still
+unlock it (upstream, jupyter/nbgrader#1882), and Validate then says the cell changed.
+Screenshots of each step go to test-artifacts/browser/<notebook>/NN-step.png.
+
+Needs Debian's chromium (`apt-get install chromium`; .ci/run installs it). Skip the suite
+with COURSE_SKIP_BROWSER=1 or `-m "not browser"`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+from browser_support import (
+    ARTIFACTS,
+    SKIP_ENV,
+    NotebookPage,
+    filled_notebook,
+    find_chromium,
+    start_lab,
+    stop_lab,
+)
+
+from autograder.notebooks import exercise_of, grade_id, is_answer, is_test, read_notebook
+from conftest import ROOT, SOLUTIONS, release_paths
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HOW_TO_SKIP = (f"skip the browser tests with {SKIP_ENV}=1 or "
+               "make test PYTEST_ARGS=\"-m 'not browser'\"")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    if os.environ.get(SKIP_ENV):
+        pytest.skip(f"{SKIP_ENV} is set: the browser tests are skipped")
+    path = find_chromium()
+    if path is None:
+        pytest.fail("The browser tests need Debian's chromium, which is not installed: "
+                    f"run `apt-get install chromium` (as root), or {HOW_TO_SKIP}.",
+                    pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is missing: `.venv/bin/pip install -e \".[dev]\"` (or "
+                    f"{HOW_TO_SKIP}).", pytrace=False)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True)
+        yield browser
+        browser.close()
+    print(f"\nbrowser screenshots: {ARTIFACTS.relative_to(ROOT)}/")
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    lab = start_lab(tmp_path_factory.mktemp("lab"), release_paths())
+    yield lab
+    stop_lab(lab)
+
+
+def open_page(browser, lab, path: str, shots_name: str) -> NotebookPage:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    notebook = NotebookPage(page, lab, path, ARTIFACTS / shots_name)
+    notebook.open()
+    return notebook
+
+
+def close_page(notebook: NotebookPage) -> None:
+    notebook.page.context.close()
+    notebook.lab.shutdown_kernels()
+
+
+def outputs(cell) -> list[str]:
+    """What a saved code cell showed: the error's name, or the kind of output."""
+    return [o.get("ename") or o["output_type"] for o in cell.get("outputs", [])]
+
+
+def first_cell(nb, predicate) -> int:
+    return next(i for i, c in enumerate(nb.cells) if predicate(c))
+
+
+@pytest.mark.parametrize("release", release_paths(), ids=lambda p: p.parent.name)
+def test_notebook_runs_and_validates_in_jupyterlab(browser, lab, release):
+    started = time.monotonic()
+    rel = f"{release.parent.name}/{release.name}"
+    disk = lab.root / rel
+    blank = read_notebook(release)
+    answers = [grade_id(c) for c in blank.cells if is_answer(c)]
+    tests = {i: exercise_of(grade_id(c), answers) for i, c in enumerate(blank.cells)
+             if is_test(c)}
+    code = [i for i, c in enumerate(blank.cells) if c.cell_type == "code"]
+    first_test = min(tests)
+
+    notebook = open_page(browser, lab, rel, release.parent.name)
+    try:
+        assert notebook.cells.count() == len(blank.cells), "every cell is in the page"
+        assert "Validate" in notebook.page.inner_text(".jp-NotebookPanel-toolbar")
+        notebook.shot("opened")
+
+        # 1. the blank notebook, as released, on the kernel it opened with: Run All Cells
+        notebook.run_all(code, restart=False)
+        notebook.save()
+        ran = read_notebook(disk)
+        not_run = [i for i in code if ran.cells[i].get("execution_count") is None]
+        assert not not_run, f"cells {not_run} did not run in the page"
+        assert any(o["output_type"] == "stream" for i in code for o in ran.cells[i].outputs
+                   ), "the kernel printed nothing"
+        errors = {i: outputs(ran.cells[i]) for i in code
+                  if any(o["output_type"] == "error" for o in ran.cells[i].outputs)}
+        raising = {i for i, names in errors.items() if "NotImplementedError" in names}
+        for name in answers:
+            its_tests = [i for i, owner in tests.items() if owner == name]
+            assert raising & set(its_tests), \
+                f"no test of {name} shows NotImplementedError on the blank notebook"
+        others = {i: names for i, names in errors.items() if i not in raising}
+        assert not others, f"errors other than NotImplementedError: {others}"
+        notebook.shot("blank-run-all", cell=first_test)
+
+        # 2. Validate on the blank notebook lists the failing tests
+        kind, text = notebook.validate()
+        notebook.shot("blank-validate")
+        assert "validation-failed" in kind, f"Validate on the blank notebook: {text[:2000]}"
+        assert "NotImplementedError" in text and "The following cell failed" in text
+        notebook.close_dialog()
+
+        # 3. the answers filled in (as the solution has them), reloaded from disk
+        solution = SOLUTIONS / release.parent.name / release.name
+        filled = filled_notebook(release, solution, disk)
+        assert set(answers) <= set(filled)
+        notebook.reload_from_disk()
+        first_answer = first_cell(blank, is_answer)
+        assert "NotImplementedError" not in notebook.cell(first_answer).inner_text()
+        notebook.shot("filled-reloaded", cell=first_answer)
+
+        notebook.run_all(code, restart=True)
+        notebook.save()
+        ran = read_notebook(disk)
+        not_run = [i for i in code if ran.cells[i].get("execution_count") is None]
+        assert not not_run, f"cells {not_run} did not run in the page"
+        errors = {i: outputs(ran.cells[i]) for i in code
+                  if any(o["output_type"] == "error" for o in ran.cells[i].outputs)}
+        assert not errors, f"the filled notebook raised in cells {errors}"
+        notebook.shot("filled-run-all", cell=first_test)
+
+        # 4. Validate on the filled notebook: success
+        kind, text = notebook.validate()
+        notebook.shot("filled-validate")
+        assert "validation-success" in kind, f"Validate on the filled notebook: {text[:2000]}"
+        assert "Success! Your notebook passes all the tests." in text
+        notebook.close_dialog()
+    finally:
+        close_page(notebook)
+    print(f"\n{rel}: opened, run and validated in the browser in "
+          f"{time.monotonic() - started:.0f} s; screenshots in "
+          f"{notebook.shots.relative_to(ROOT)}/")
