@@ -6,6 +6,7 @@
 #   make release   regenerate notebooks/ from solutions/ with nbgrader
 #   make points    points per notebook and exercise
 #   make mutants   grade the mutant submissions of every notebook (slow)
+#   make demo      build a synthetic class, grade it with course-grade, show the table
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -20,7 +21,7 @@ PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install lab test release points mutants doctor clean
+.PHONY: install lab test release points mutants doctor demo clean
 
 install: $(STAMP)
 
@@ -49,6 +50,9 @@ doctor: $(STAMP)
 
 mutants: $(STAMP)
 	@for dir in tests/mutants/*/; do $(BIN)/course mutants $$(basename $$dir) || exit 1; done
+
+demo: $(STAMP)
+	$(BIN)/course-grade demo --out grading-demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -148,18 +149,93 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _add_grading_options(p) -> None:
+    p.add_argument("--out", default="grading", help="the class folder (default: grading/)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="submissions graded at once (default: the number of cores)")
+    p.add_argument("--cell-timeout", type=int, default=None,
+                   help="seconds a cell may run (default: the course's Execute.timeout)")
+    p.add_argument("--memory-mb", type=int, default=4096,
+                   help="memory a submission's kernel may use (default 4096)")
+    p.add_argument("--max-output-kb", type=int, default=256,
+                   help="output kept per cell (default 256)")
+    p.add_argument("--force", action="store_true",
+                   help="regrade submissions that have not changed since the last run")
+    p.add_argument("--keep-logs", action="store_true",
+                   help="keep the workers' folders with nbgrader's and the kernels' logs")
+
+
+def _settings(args):
+    from autograder.classgrade import Settings
+
+    return Settings(workers=args.workers, cell_timeout=args.cell_timeout,
+                    memory_mb=args.memory_mb, max_output_kb=args.max_output_kb,
+                    force=args.force, keep_logs=args.keep_logs)
+
+
+def cmd_grade_class(args) -> int:
+    from autograder import classgrade
+
+    root = course.find_root()
+    out = Path(args.out)
+    results = classgrade.grade_class(root, Path(args.input), out, args.assignment or None,
+                                     _settings(args))
+    print(classgrade.report(root, out, results))
+    return 0
+
+
+def cmd_grade_demo(args) -> int:
+    from autograder import classgrade, demo
+
+    root = course.find_root()
+    out = Path(args.out)
+    folder = out / "submitted-demo"
+    shutil.rmtree(folder, ignore_errors=True)
+    expected = demo.build_class(root, folder, args.assignment)
+    print(f"built a class of {len(expected)} submissions of {args.assignment} in {folder}")
+    args.force = True
+    if args.cell_timeout is None:
+        args.cell_timeout = 20  # the demo's infinite loop should not take the default 120 s
+    if args.memory_mb == 4096:
+        args.memory_mb = 2048
+    results = classgrade.grade_class(root, folder, out, [args.assignment], _settings(args))
+    print(classgrade.report(root, out, results))
+    print(demo.table(expected, results))
+    by_key = {(r.student, r.assignment): r for r in results}
+    wrong = [e.student for e in expected
+             if (e.student, e.assignment) not in by_key or demo.check(e, by_key[(e.student,
+                                                                                  e.assignment)])]
+    if wrong:
+        print(f"{len(wrong)} submission(s) not graded as expected: {', '.join(wrong)}")
+        return 1
+    print(f"every one of the {len(expected)} submissions was graded as expected")
+    return 0
+
+
 def grade_main(argv: list[str] | None = None) -> int:
-    """`course-grade self NOTEBOOK`: grade my own notebook with every test, hidden ones too."""
+    """`course-grade self NOTEBOOK`, `course-grade class INPUT`, `course-grade demo`."""
     parser = argparse.ArgumentParser(
         prog="course-grade",
         description="Grade notebooks of the course with nbgrader, hidden tests included.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("self", help="grade your own notebook; it is not changed")
     p.add_argument("notebook", help="your notebook, e.g. notebooks/01-autodiff/autodiff.ipynb")
+    p = sub.add_parser("class", help="grade a class: a folder of submissions or an LMS zip")
+    p.add_argument("input", help="submitted/{student}/{assignment}/*.ipynb, or a zip")
+    p.add_argument("-a", "--assignment", action="append",
+                   help="assignment to grade (repeatable; default: all found)")
+    _add_grading_options(p)
+    p = sub.add_parser("demo", help="build a synthetic class from the course and grade it")
+    p.add_argument("--assignment", default="01-autodiff")
+    _add_grading_options(p)
     args = parser.parse_args(argv)
-    from autograder import selfgrade
-
     try:
+        if args.command == "class":
+            return cmd_grade_class(args)
+        if args.command == "demo":
+            return cmd_grade_demo(args)
+        from autograder import selfgrade
+
         path = Path(args.notebook)
         print(f"Grading {path} with every test (about as long as running it) ...", flush=True)
         print(selfgrade.report(path, course.find_root()))

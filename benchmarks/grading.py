@@ -1,0 +1,156 @@
+"""How fast the course grades a class, beside plain nbgrader.
+
+Builds a class of --students students for each assignment (default: 01 to 03, 8 students,
+24 submissions: perfect, blank, partial and typical mistakes from tests/mutants), then
+times, in one run:
+
+- course-grade: `autograder.classgrade.grade_class` with --workers (default: every core);
+- nbgrader: plain sequential `nbgrader autograde ASSIGNMENT` over the same submissions,
+  one command per assignment, in a course folder prepared beforehand (not timed);
+- bare: each submission executed with nbclient, one after another, no grading at all;
+- course-grade with one worker, for the overhead per submission above the bare run.
+
+Prints a table and writes JSON (benchmarks/results/grading.json by default).
+
+    .venv/bin/python benchmarks/grading.py [--students 8] [--assignments 01-autodiff ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder import classgrade, course, demo  # noqa: E402
+
+
+def build(folder: Path, assignments: list[str], students: int) -> int:
+    count = 0
+    for assignment in assignments:
+        c = demo.Course(ROOT, assignment)
+        builders = [demo.perfect, demo.blank, demo.partial] + [
+            b for _, b in demo.mistake_builders(c, limit=len(c.exercises))]
+        for k in range(students):
+            data = builders[k % len(builders)](c)[0]
+            path = folder / f"student{k:02d}" / assignment / c.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            count += 1
+    return count
+
+
+def time_bare(folder: Path) -> dict[str, float]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    seconds = {}
+    for path in sorted(folder.glob("*/*/*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        run_dir = Path(tempfile.mkdtemp(prefix="bare-"))
+        started = time.monotonic()
+        NotebookClient(nb, timeout=120, allow_errors=True,
+                       resources={"metadata": {"path": str(run_dir)}}).execute()
+        seconds[str(path.relative_to(folder))] = time.monotonic() - started
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return seconds
+
+
+def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
+    base = course.make_course_dir(ROOT, work / "nbgrader-course", assignments)
+    for assignment in assignments:
+        course.run_nbgrader(["generate_assignment", assignment, "--force"], cwd=base)
+    shutil.copytree(folder, base / "submitted")
+    started = time.monotonic()
+    for assignment in assignments:
+        course.run_nbgrader(["autograde", assignment, "--force"], cwd=base)
+    return time.monotonic() - started
+
+
+def time_course_grade(folder: Path, assignments: list[str], out: Path,
+                      workers: int | None) -> tuple[float, list]:
+    classgrade.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
+    started = time.monotonic()
+    results = classgrade.grade_class(ROOT, folder, out, assignments,
+                                     classgrade.Settings(workers=workers, force=True),
+                                     log=lambda line: None)
+    return time.monotonic() - started, results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=8)
+    parser.add_argument("--assignments", nargs="+",
+                        default=["01-autodiff", "02-gather-gradients", "03-sparse-updates"])
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--skip-overhead", action="store_true",
+                        help="skip the one-worker run (and the overhead figure)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grading.json"))
+    args = parser.parse_args()
+    os.environ["PATH"] = course.tool_env()["PATH"]
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    workers = args.workers or os.cpu_count() or 1
+    work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
+    try:
+        folder = work / "submitted"
+        n = build(folder, args.assignments, args.students)
+        print(f"{n} submissions ({args.students} students x {len(args.assignments)} "
+              f"assignments), {os.cpu_count()} cores", flush=True)
+        print("course-grade, default workers ...", flush=True)
+        ours, results = time_course_grade(folder, args.assignments, work / "out", workers)
+        print("plain sequential nbgrader autograde ...", flush=True)
+        theirs = time_nbgrader(folder, args.assignments, work)
+        print("bare execution of each notebook ...", flush=True)
+        bare = time_bare(folder)
+        bare_total = sum(bare.values())
+        one = None
+        if not args.skip_overhead:
+            print("course-grade, one worker ...", flush=True)
+            one, _ = time_course_grade(folder, args.assignments, work / "out1", 1)
+        overhead = None if one is None else (one - bare_total) / bare_total
+        rows = [
+            ("course-grade", workers, ours, ours / n, theirs / ours),
+            ("nbgrader autograde, sequential", 1, theirs, theirs / n, 1.0),
+            ("bare execution (nbclient), sequential", 1, bare_total, bare_total / n,
+             theirs / bare_total),
+        ]
+        if one is not None:
+            rows.append(("course-grade", 1, one, one / n, theirs / one))
+        print()
+        print(f"{'how':40s} {'workers':>7s} {'wall s':>8s} {'s/subm.':>8s} "
+              f"{'speed vs nbgrader':>18s}")
+        for how, w, wall, per, ratio in rows:
+            print(f"{how:40s} {w:>7d} {wall:>8.1f} {per:>8.2f} {ratio:>17.2f}x")
+        print()
+        print(f"course-grade is {theirs / ours:.2f} times as fast as sequential nbgrader "
+              f"(target: at least 1.8)")
+        if overhead is not None:
+            print(f"overhead per submission above bare execution, one worker: "
+                  f"{100 * overhead:.1f} % (target: under 20 %)")
+        scores = sorted(r.score for r in results)
+        report = {
+            "submissions": n, "students": args.students, "assignments": args.assignments,
+            "cores": os.cpu_count(), "workers": workers, "python": platform.python_version(),
+            "course_grade_s": ours, "nbgrader_sequential_s": theirs, "bare_s": bare_total,
+            "course_grade_one_worker_s": one, "speedup_vs_nbgrader": theirs / ours,
+            "overhead_vs_bare": overhead, "scores": scores, "bare_per_notebook_s": bare,
+        }
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1))
+        print(f"wrote {args.out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
