@@ -503,6 +503,8 @@ def prepare_out(root: Path, out: Path, assignments: list[str]) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     course.write_config(root, out)
+    stamps_path = out / "generated.json"  # the sources each assignment was generated from
+    stamps = json.loads(stamps_path.read_text()) if stamps_path.exists() else {}
     for assignment in assignments:
         with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
             try:
@@ -510,12 +512,15 @@ def prepare_out(root: Path, out: Path, assignments: list[str]) -> None:
                 known = (out / course.RELEASE_DIR / assignment).is_dir()
             except MissingEntry:
                 known = False
-        if known:
+        digest = _assignment_digest(root, assignment)
+        if known and stamps.get(assignment) == digest:
             continue
+        stamps[assignment] = digest
         shutil.rmtree(out / course.SOURCE_DIR / assignment, ignore_errors=True)
         shutil.copytree(root / course.SOURCE_DIR / assignment,
                         out / course.SOURCE_DIR / assignment, ignore=course.IGNORED)
         course.run_nbgrader(["generate_assignment", assignment, "--force"], cwd=out)
+        stamps_path.write_text(json.dumps(stamps, indent=1))
 
 
 # ---------------------------------------------------------------------------------------
