@@ -211,8 +211,10 @@ class NotebookPage:
 
     # --- actions
     def open(self) -> None:
-        self.page.goto(self.lab.url(f"lab/tree/{self.path}"))
-        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        # ?reset: a fresh workspace, without the notebooks an earlier test had open
+        self.page.goto(self.lab.url(f"lab/tree/{self.path}?reset"))
+        self.page.wait_for_selector(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=120_000)
         self.wait_for_kernel()
 
     def wait_for_kernel(self) -> None:
@@ -264,7 +266,8 @@ class NotebookPage:
         """Run every code cell (indices `code`) once, as a student would: Run > Run All
         Cells on a fresh kernel, or the toolbar's Restart Kernel and Run All Cells. Where a
         cell raised and JupyterLab stopped, go on from the next cell that did not run
-        (Run > Run Selected Cell and All Below). Returns how many times it went on."""
+        (Run > Run Selected Cell and All Below; on the last cell, Run Selected Cell).
+        Returns how many times it went on."""
         if restart:
             self.toolbar("notebook:restart-run-all")
             assert "Restart" in self.accept_dialog()
@@ -273,8 +276,9 @@ class NotebookPage:
         self.wait_until_ran(code[0])
         resumed = 0
         while todo := self.unexecuted(code):
-            self.cell(todo[0]).locator(".jp-InputPrompt").click()
-            self.menu("Run", "notebook:run-all-below")
+            self.select(todo[0])
+            last = todo[0] == self.cells.count() - 1  # Run All Below is off on the last
+            self.menu("Run", "notebook:run-cell" if last else "notebook:run-all-below")
             self.wait_until_ran(todo[0])
             resumed += 1
         return resumed
@@ -308,3 +312,32 @@ class NotebookPage:
     def close_dialog(self) -> None:
         self.page.click(".jp-Dialog .jp-mod-accept")
         self.page.wait_for_selector(".jp-Dialog", state="detached")
+
+    # --- a cell's editor and its metadata
+    def editor_text(self, index: int) -> str:
+        return self.cell(index).locator(".cm-content").inner_text()
+
+    def type_into(self, index: int, text: str, replace: bool = False) -> None:
+        """Click into cell `index`'s editor and type, as a student would."""
+        self.cell(index).scroll_into_view_if_needed()
+        self.cell(index).locator(".cm-content").click()
+        if replace:
+            self.page.keyboard.press("Control+a")
+        self.page.keyboard.type(text)
+        self.command_mode()
+
+    def select(self, index: int) -> None:
+        self.cell(index).scroll_into_view_if_needed()
+        self.cell(index).locator(".jp-InputPrompt").click()
+
+    def set_editable_in_property_inspector(self, index: int) -> None:
+        """Select cell `index`, open the right sidebar's Property Inspector, and under
+        Common Tools switch the cell from Read-Only to Editable."""
+        self.select(index)
+        self.page.click(".jp-SideBar.jp-mod-right [data-id='jp-property-inspector']")
+        common = self.page.locator("#jp-property-inspector .jp-Collapse-header",
+                                   has_text="Common Tools")
+        if "jp-Collapse-header-collapsed" in (common.get_attribute("class") or ""):
+            common.click()
+        field = "#jp-property-inspector select[id$='tools_/editable']"
+        self.page.select_option(field, label="Editable")
