@@ -13,7 +13,8 @@ submission carries one mutant of every exercise: a notebook needs as many
 submissions as its largest mutant set, plus a blank one and a perfect one. Where
 the solution of one exercise calls another (clip_rows calling deduplicate), a wrong
 mutant of the callee may cost the caller points too; the caller's score is then not
-judged in that submission.
+judged in that submission, and the planner never puts a wrong mutant of the caller
+into a submission with a wrong mutant of its callee.
 """
 
 from __future__ import annotations
@@ -68,10 +69,37 @@ def discover(mutants_dir: Path) -> dict[str, list[Mutant]]:
     return found
 
 
-def plan(mutants: dict[str, list[Mutant]]) -> list[dict[str, Mutant]]:
-    """Submission k carries the k-th mutant of every exercise that has one."""
-    depth = max((len(m) for m in mutants.values()), default=0)
-    return [{ex: ms[k] for ex, ms in mutants.items() if k < len(ms)} for k in range(depth)]
+def plan(mutants: dict[str, list[Mutant]],
+         callees: dict[str, set[str]] | None = None) -> list[dict[str, Mutant]]:
+    """Submissions, each carrying at most one mutant of every exercise.
+
+    Without `callees`, submission k carries the k-th mutant of every exercise. With
+    `callees` (exercise -> the exercises its solution calls), a wrong mutant never shares a
+    submission with a wrong mutant of an exercise it calls or that calls it: its points must
+    be lost to its own mistake, not to a broken callee's. Such mutants get a later
+    submission (one more, where needed).
+    """
+    if not callees:
+        depth = max((len(m) for m in mutants.values()), default=0)
+        return [{ex: ms[k] for ex, ms in mutants.items() if k < len(ms)}
+                for k in range(depth)]
+    related = {ex: set(callees.get(ex, ())) | {o for o, cs in callees.items() if ex in cs}
+               for ex in mutants}
+    slots: list[dict[str, Mutant]] = []
+    for exercise, found in mutants.items():
+        for mutant in found:
+            for slot in slots:
+                if exercise in slot:
+                    continue
+                if mutant.kind == "wrong" and any(
+                        other in slot and slot[other].kind == "wrong"
+                        for other in related[exercise]):
+                    continue
+                slot[exercise] = mutant
+                break
+            else:
+                slots.append({exercise: mutant})
+    return slots
 
 
 def build_submission(release: nbformat.NotebookNode, solution: nbformat.NotebookNode,
@@ -105,7 +133,10 @@ class Verdict:
 
     @property
     def judged(self) -> bool:
-        """False where a wrong callee may rightly cost this exercise points."""
+        """False where a wrong callee may rightly cost this exercise points (the planner
+        keeps a wrong mutant away from wrong callees, so only non-mutants meet this)."""
+        if self.mutant is not None and self.mutant.kind == "wrong":
+            return not self.wrong_callees
         return self.mutant is not None or not self.wrong_callees
 
     @property
@@ -147,6 +178,10 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
     if unknown:
         raise ValueError(f"{mutants_dir}: no answer cell has grade id {', '.join(unknown)}")
 
+    callees = {name: {other for other in graded_exercises if other != name and
+                      re.search(rf"\b{re.escape(other)}\s*\(", info.answer_source)}
+               for name, info in graded_exercises.items()}
+
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
@@ -155,7 +190,7 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
         submissions = {BLANK: {name: build_submission(release, solution, None)},
                        PERFECT: {name: build_submission(release, solution, {})}}
         carried: dict[str, dict[str, Mutant]] = {BLANK: {}, PERFECT: {}}
-        for k, chosen in enumerate(plan(mutants), start=1):
+        for k, chosen in enumerate(plan(mutants, callees), start=1):
             student = f"mutants{k:02d}"
             replacements = {ex: m.source() for ex, m in chosen.items()}
             submissions[student] = {name: build_submission(release, solution, replacements)}
@@ -163,9 +198,6 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
         results = grading.autograde(root, assignment, submissions, workers=workers,
                                     work=Path(tmp) / "grade", log=log)
 
-    callees = {name: {other for other in graded_exercises if other != name and
-                      re.search(rf"\b{re.escape(other)}\s*\(", info.answer_source)}
-               for name, info in graded_exercises.items()}
     verdicts = []
     for student, by_notebook in sorted(results.items()):
         result = by_notebook[name]

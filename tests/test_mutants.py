@@ -25,6 +25,19 @@ def test_plan_carries_one_mutant_of_each_exercise_per_submission():
     assert [p["a"] for p in planned] == a
 
 
+def test_plan_keeps_a_wrong_caller_away_from_a_wrong_callee():
+    callee = [mutants.Mutant("callee", MUTANTS / f"c/wrong_{i}.py") for i in range(2)] + [
+        mutants.Mutant("callee", MUTANTS / "c/ok_1.py")]
+    caller = [mutants.Mutant("caller", MUTANTS / f"d/wrong_{i}.py") for i in range(2)] + [
+        mutants.Mutant("caller", MUTANTS / "d/ok_1.py")]
+    planned = mutants.plan({"callee": callee, "caller": caller}, {"caller": {"callee"}})
+    for slot in planned:
+        assert not (slot.get("callee") and slot["callee"].kind == "wrong" and
+                    slot.get("caller") and slot["caller"].kind == "wrong"), slot
+    carried = [m for slot in planned for m in slot.values()]
+    assert sorted(m.label for m in carried) == sorted(m.label for m in callee + caller)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", [a for a in assignments() if (MUTANTS / a).is_dir()])
 def test_mutants_are_graded_as_expected(assignment):
@@ -37,6 +50,6 @@ def test_mutants_are_graded_as_expected(assignment):
     assert blank and sum(v.score for v in blank) == 0
     # every wrong mutant was graded, on its own exercise
     graded = {v.mutant.label for v in verdicts
-              if v.mutant is not None and v.mutant.exercise == v.exercise}
+              if v.mutant is not None and v.mutant.exercise == v.exercise and v.judged}
     expected = {m.label for ms in mutants.discover(MUTANTS / assignment).values() for m in ms}
     assert graded == expected
