@@ -52,7 +52,7 @@ mutants: $(STAMP)
 	@for dir in tests/mutants/*/; do $(BIN)/course mutants $$(basename $$dir) || exit 1; done
 
 demo: $(STAMP)
-	$(BIN)/course-grade demo --out grading-demo
+	$(BIN)/course-grade demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

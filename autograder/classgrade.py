@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures as futures
+import copy
 import hashlib
 import json
 import multiprocessing
@@ -46,15 +47,7 @@ import nbformat
 from autograder import course
 from autograder.errors import CourseError
 from autograder.executor import FINDINGS
-from autograder.notebooks import (
-    exercises,
-    grade_id,
-    is_answer,
-    is_manual,
-    is_test,
-    nbgrader_meta,
-    read_notebook,
-)
+from autograder.notebooks import grade_id, is_test, nbgrader_meta, read_notebook
 from autograder.sandbox import restore_source, snapshot_source
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -244,9 +237,9 @@ def _put_back(nb, release, missing: list[str]) -> None:
             if hits:
                 position = hits[-1] + 1
                 break
-        cell = nbformat.from_dict(json.loads(json.dumps(by_id[gid])))
-        cell.pop("id", None)
-        nb.cells.insert(position, nbformat.v4.new_code_cell(cell.source, metadata=cell.metadata))
+        original = by_id[gid]
+        nb.cells.insert(position, nbformat.v4.new_code_cell(
+            original.source, metadata=copy.deepcopy(original.metadata)))
 
 
 def release_imports(release: nbformat.NotebookNode) -> str:
@@ -496,7 +489,7 @@ class ClassGradebook:
             target.unlink()
 
 
-def prepare_out(root: Path, out: Path, assignments: list[str]) -> None:
+def prepare_out(root: Path, out: Path, assignments: list[str], log=print) -> None:
     """`out` as an nbgrader course folder whose gradebook knows `assignments` (generated
     there by nbgrader once; later runs reuse it)."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -519,6 +512,7 @@ def prepare_out(root: Path, out: Path, assignments: list[str]) -> None:
         shutil.rmtree(out / course.SOURCE_DIR / assignment, ignore_errors=True)
         shutil.copytree(root / course.SOURCE_DIR / assignment,
                         out / course.SOURCE_DIR / assignment, ignore=course.IGNORED)
+        log(f"generating {assignment} in {out} (once; later runs reuse it) ...")
         course.run_nbgrader(["generate_assignment", assignment, "--force"], cwd=out)
         stamps_path.write_text(json.dumps(stamps, indent=1))
 
@@ -548,7 +542,7 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
     if not submissions:
         raise CourseError(f"{source} holds no submission of this course's notebooks.")
     names = sorted({s.assignment for s in submissions})
-    prepare_out(root, out, names)
+    prepare_out(root, out, names, log=log)
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}
     all_ids = {}
@@ -678,26 +672,6 @@ class Progress:
         self.log(f"[{self.count:>3}/{self.total}] {result.student} {result.assignment}: "
                  f"{result.score:g}/{result.max_score:g}{reason}  | problems so far "
                  f"{self.failures}, about {left:.0f} s left")
-
-
-# ---------------------------------------------------------------------------------------
-# Helpers for tests and the demo
-# ---------------------------------------------------------------------------------------
-
-def answers_of(solution: nbformat.NotebookNode) -> dict[str, str]:
-    """Answer cell sources of a solution notebook, markers removed (a perfect student)."""
-    from autograder.notebooks import strip_solution_markers
-
-    return {grade_id(c): strip_solution_markers(c.source) for c in solution.cells
-            if is_answer(c) or is_manual(c)}
-
-
-def exercise_points(release) -> dict[str, float]:
-    points = {name: ex.points for name, ex in exercises(release).items()}
-    for cell in release.cells:
-        if is_manual(cell):
-            points[grade_id(cell)] = float(nbgrader_meta(cell).get("points", 0))
-    return points
 
 
 def report(root: Path, out: Path, results: list[Result]) -> str:

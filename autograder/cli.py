@@ -149,14 +149,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _add_grading_options(p) -> None:
-    p.add_argument("--out", default="grading", help="the class folder (default: grading/)")
+def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = None,
+                         memory_mb: int = 4096) -> None:
+    p.add_argument("--out", default=out, help=f"the class folder (default: {out}/)")
     p.add_argument("--workers", type=int, default=None,
                    help="submissions graded at once (default: the number of cores)")
-    p.add_argument("--cell-timeout", type=int, default=None,
-                   help="seconds a cell may run (default: the course's Execute.timeout)")
-    p.add_argument("--memory-mb", type=int, default=4096,
-                   help="memory a submission's kernel may use (default 4096)")
+    p.add_argument("--cell-timeout", type=int, default=cell_timeout,
+                   help="seconds a cell may run (default: "
+                        + (str(cell_timeout) if cell_timeout else "the course's Execute.timeout")
+                        + ")")
+    p.add_argument("--memory-mb", type=int, default=memory_mb,
+                   help=f"memory a submission's kernel may use (default {memory_mb})")
     p.add_argument("--max-output-kb", type=int, default=256,
                    help="output kept per cell (default 256)")
     p.add_argument("--force", action="store_true",
@@ -194,10 +197,6 @@ def cmd_grade_demo(args) -> int:
     expected = demo.build_class(root, folder, args.assignment)
     print(f"built a class of {len(expected)} submissions of {args.assignment} in {folder}")
     args.force = True
-    if args.cell_timeout is None:
-        args.cell_timeout = 20  # the demo's infinite loop should not take the default 120 s
-    if args.memory_mb == 4096:
-        args.memory_mb = 2048
     results = classgrade.grade_class(root, folder, out, [args.assignment], _settings(args))
     print(classgrade.report(root, out, results))
     print(demo.table(expected, results))
@@ -227,7 +226,8 @@ def grade_main(argv: list[str] | None = None) -> int:
     _add_grading_options(p)
     p = sub.add_parser("demo", help="build a synthetic class from the course and grade it")
     p.add_argument("--assignment", default="01-autodiff")
-    _add_grading_options(p)
+    # the demo's infinite loop and memory hog should not take the default 120 s and 4 GB
+    _add_grading_options(p, out="grading-demo", cell_timeout=20, memory_mb=2048)
     args = parser.parse_args(argv)
     try:
         if args.command == "class":

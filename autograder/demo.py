@@ -291,7 +291,7 @@ def build_class(root: Path, folder: Path, assignment: str = "01-autodiff",
     return expected
 
 
-def check(expected: Expected, result, exercise_points: dict[str, float] | None = None) -> str:
+def check(expected: Expected, result) -> str:
     """'' when `result` is what `expected` says, else what differs."""
     problems = []
     if expected.score is None:

@@ -54,7 +54,6 @@ class GuardedExecute(Execute):
         self._dead = None
         self._watch_stop = threading.Event()
         self._out_bytes = {}
-        self._notebook_name = (resources or {}).get("unique_key", "")
         try:
             nb, resources = super().preprocess(nb, resources, km)
         finally:
@@ -105,8 +104,8 @@ class GuardedExecute(Execute):
         used = self._out_bytes.get(cell_index, 0) + _output_size(out)
         self._out_bytes[cell_index] = used
         if used > self.max_output_kb * 1024:
-            if out in outs:
-                outs.remove(out)
+            if outs and outs[-1] is out:  # the output just appended: drop it
+                outs.pop()
             if cell_index not in self._findings["truncated"]:
                 self._findings["truncated"].append(cell_index)
                 outs.append(NotebookNode(
