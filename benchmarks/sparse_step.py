@@ -3,16 +3,25 @@
     python benchmarks/sparse_step.py                      # 100,000 and 1,000,000 rows x 64
     python benchmarks/sparse_step.py --rows 2000 --repeats 3 --out /tmp/s.json
 
-For each table size, a batch of `--batch` ids (uniform, plus repeats of some of
-them, as real batches have) and a gradient for them are fixed in advance; each
-method then applies its update for `--repeats` timed steps after a warm-up,
-each step on a different batch. It reports the median milliseconds per step,
+For each table size, up to 64 batches of `--batch` ids (uniform, plus repeats
+of some of them, as real batches have) and gradients for them are fixed in
+advance; each method then applies its update, the batches taken in turn, for
+a warm-up of `WARMUP` steps and then up to `--repeats` timed steps, or fewer
+when the method has used up `--budget` seconds (the dense ones, hundreds of
+milliseconds a step, stop early; at least `MIN_TIMED` steps are timed). The
+number of steps matters for the sparse methods on a large table: at 1,000,000
+rows, the median of 20 steps of TF sparse SGD or LazyAdam was 15-35 % above the
+median of 200 (later steps run faster; warmer caches of the table's page
+tables are a likely cause, not established). It reports the median
+milliseconds per step,
 the ratio to Keras Adam (how many times faster) and to sparse SGD (how many
 times slower), and how much memory the process's resident set grew above its
 level before the steps, at its peak during them: a sparse step should allocate
 batch-sized temporaries, a dense one table-sized ones.
 
-Methods: dense SGD (the gradient as a dense tensor), sparse SGD (`scatter_sub`),
+Methods: dense SGD (the gradient as a dense tensor), sparse SGD (`scatter_sub`,
+and the same step with duplicates summed and the rows read and written back with
+`scatter_update`, as LazyAdam writes them),
 `keras.optimizers.Adam` given an `IndexedSlices`, the library's `LazyAdam` and
 its plain function `sparse.lazy_adam_update`; and, when PyTorch is importable
 (an optional peer, not a dependency), PyTorch SGD on a sparse gradient,
@@ -52,7 +61,9 @@ from sparse_embeddings.optimizers import LazyAdam  # noqa: E402
 
 DEFAULT_ROWS = [100_000, 1_000_000]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "sparse_step.json"
-WARMUP = 3
+WARMUP = 10
+MIN_TIMED = 5
+MAX_BATCHES = 64
 LEARNING_RATE = 1e-3
 SEED = 0
 # The fraction of each batch that repeats ids already in it.
@@ -62,6 +73,7 @@ DUPLICATE_FRACTION = 0.25
 METHODS = [
     ("tf_dense_sgd", "TF dense SGD (dense gradient)", "tf"),
     ("tf_sparse_sgd", "TF sparse SGD (scatter_sub)", "tf"),
+    ("tf_sparse_sgd_rw", "TF sparse SGD (read, scatter_update)", "tf"),
     ("keras_adam", "keras.optimizers.Adam on IndexedSlices", "tf"),
     ("lazy_adam", "sparse_embeddings LazyAdam", "tf"),
     ("lazy_adam_update", "sparse.lazy_adam_update", "tf"),
@@ -186,6 +198,18 @@ def build_tf(method: str, rows: int, dim: int, batches):
             sparse.sparse_sgd_update(var, slices(ids, values), LEARNING_RATE)
 
         return _tf_step(update, batches), [var]
+    if method == "tf_sparse_sgd_rw":
+        # The same step as LazyAdam writes its rows: duplicates summed, the rows read,
+        # changed and written back with scatter_update instead of scatter_sub.
+        var = tf.Variable(tf.zeros((rows, dim)))
+
+        def update(ids, values):
+            unique = sparse.sum_duplicates(slices(ids, values))
+            rows_now = tf.gather(var, unique.indices)
+            var.scatter_update(tf.IndexedSlices(rows_now - LEARNING_RATE * unique.values,
+                                                unique.indices))
+
+        return _tf_step(update, batches), [var]
     if method in ("keras_adam", "lazy_adam"):
         var = keras.Variable(np.zeros((rows, dim), np.float32))
         if method == "keras_adam":
@@ -253,8 +277,11 @@ def build_torch(torch, method: str, rows: int, dim: int, batches):
     return step, [weight, optimizer]
 
 
-def time_method(step, repeats: int, memory: Memory) -> dict:
-    """Median (and spread) of `repeats` timed steps after `WARMUP` untimed ones.
+def time_method(step, repeats: int, memory: Memory, budget_s: float = float("inf")) -> dict:
+    """Median (and spread) of up to `repeats` timed steps after `WARMUP` untimed ones.
+
+    The warm-up stops early after a third of `budget_s`, and the timed steps once
+    `budget_s` has passed in all, but at least `MIN_TIMED` steps are timed.
 
     Memory is measured from before the first step runs (a tf.function is traced
     first, a PyTorch optimizer gets its state from a step on an empty gradient)
@@ -266,13 +293,18 @@ def time_method(step, repeats: int, memory: Memory) -> dict:
         prepare()
     gc.collect()
     memory.start()
+    began = time.perf_counter()
     for _ in range(WARMUP):
         step()
+        if time.perf_counter() - began > budget_s / 3:
+            break
     times = []
-    for _ in range(repeats):
+    while len(times) < repeats:
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
+        if len(times) >= MIN_TIMED and time.perf_counter() - began > budget_s:
+            break
     peak = memory.peak_growth_bytes()
     times_ms = sorted(t * 1e3 for t in times)
     return {
@@ -280,10 +312,12 @@ def time_method(step, repeats: int, memory: Memory) -> dict:
         "min_ms": times_ms[0],
         "p90_ms": times_ms[min(len(times_ms) - 1, int(0.9 * len(times_ms)))],
         "peak_growth_mb": peak / 1e6,
+        "timed_steps": len(times),
     }
 
 
-def run(rows_list, dim, batch, repeats, use_torch=True, methods=None, threads=None):
+def run(rows_list, dim, batch, repeats, use_torch=True, methods=None, threads=None,
+        budget_s=float("inf")):
     """Time every method at every size; returns the JSON-ready result."""
     torch = None
     torch_note = "not requested (--no-torch)"
@@ -300,19 +334,20 @@ def run(rows_list, dim, batch, repeats, use_torch=True, methods=None, threads=No
     memory = Memory()
     results = []
     for rows in rows_list:
-        batches = make_batches(rows, batch, dim, count=WARMUP + repeats)
+        batches = make_batches(rows, batch, dim, count=min(WARMUP + repeats, MAX_BATCHES))
         unique = statistics.mean(len(np.unique(ids)) for ids, _ in batches)
         for name, label, framework in METHODS:
             if methods and name not in methods:
                 continue
             if framework == "torch" and torch is None:
                 continue
-            log(f"[{rows:,} rows x {dim}] {label}: {WARMUP} warm-up + {repeats} steps ...")
+            log(f"[{rows:,} rows x {dim}] {label}: {WARMUP} warm-up + up to {repeats} "
+                f"steps ...")
             if framework == "tf":
                 step, state = build_tf(name, rows, dim, batches)
             else:
                 step, state = build_torch(torch, name, rows, dim, batches)
-            measured = time_method(step, repeats, memory)
+            measured = time_method(step, repeats, memory, budget_s)
             del step, state
             gc.collect()
             results.append({
@@ -320,12 +355,13 @@ def run(rows_list, dim, batch, repeats, use_torch=True, methods=None, threads=No
                 "framework": framework, "repeats": repeats, "unique_ids_per_batch": unique,
                 "table_mb": rows * dim * 4 / 1e6, **measured,
             })
-            log(f"    {measured['median_ms']:.3f} ms")
+            log(f"    {measured['median_ms']:.3f} ms ({measured['timed_steps']} steps)")
     _add_ratios(results)
     return {
         "benchmark": "sparse_step",
         "config": {"rows": rows_list, "dim": dim, "batch": batch, "repeats": repeats,
-                   "warmup": WARMUP, "learning_rate": LEARNING_RATE, "seed": SEED,
+                   "warmup": WARMUP, "min_timed": MIN_TIMED,
+                   "budget_s": None if budget_s == float("inf") else budget_s, "learning_rate": LEARNING_RATE, "seed": SEED,
                    "threads": threads,
                    "duplicate_fraction": DUPLICATE_FRACTION},
         "environment": {
@@ -376,7 +412,7 @@ def format_table(report) -> str:
     """The results as a plain-text table, one block per table size."""
     lines = []
     header = (f"{'method':<40} {'ms/step':>9} {'Keras Adam/this':>16} {'this/sparse SGD':>16} "
-              f"{'peak +MB':>9} {'of table':>9}")
+              f"{'peak +MB':>9} {'of table':>9} {'steps':>6}")
     by_rows: dict[int, list] = {}
     for row in report["results"]:
         by_rows.setdefault(row["rows"], []).append(row)
@@ -385,8 +421,9 @@ def format_table(report) -> str:
         table_mb = group[0]["table_mb"]
         lines.append(
             f"{rows:,} rows x {config['dim']} float32 ({table_mb:.1f} MB), batch {config['batch']}"
-            f" ({group[0]['unique_ids_per_batch']:.0f} unique ids), median of "
-            f"{config['repeats']} steps, threads: {config['threads'] or 'default'}"
+            f" ({group[0]['unique_ids_per_batch']:.0f} unique ids), median of up to "
+            f"{config['repeats']} steps after {config['warmup']} warm-up steps, "
+            f"threads: {config['threads'] or 'default'}"
         )
         lines.append(header)
         lines.append("-" * len(header))
@@ -397,7 +434,8 @@ def format_table(report) -> str:
                 f"{r['label']:<40} {r['median_ms']:>9.3f} "
                 f"{(f'{speedup:.1f}x' if speedup else '-'):>16} "
                 f"{(f'{ratio:.2f}x' if ratio else '-'):>16} "
-                f"{r['peak_growth_mb']:>9.1f} {r['peak_growth_mb'] / table_mb:>8.0%}"
+                f"{r['peak_growth_mb']:>9.1f} {r['peak_growth_mb'] / table_mb:>8.0%} "
+                f"{r.get('timed_steps', config['repeats']):>6}"
             )
         lines.append("")
     lines.append(f"PyTorch: {report['torch']}")
@@ -416,8 +454,11 @@ def main(argv=None) -> int:
                              f"(default: {','.join(map(str, DEFAULT_ROWS))})")
     parser.add_argument("--dim", type=int, default=64, help="embedding width (default 64)")
     parser.add_argument("--batch", type=int, default=1024, help="ids per batch (default 1024)")
-    parser.add_argument("--repeats", type=int, default=20,
-                        help="timed steps per method (default 20)")
+    parser.add_argument("--repeats", type=int, default=200,
+                        help="timed steps per method, at most (default 200)")
+    parser.add_argument("--budget", type=float, default=3.0,
+                        help="seconds per method, warm-up included, after which it stops "
+                             f"timing (at least {MIN_TIMED} steps are timed; default 3)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help=f"JSON file to write (default {DEFAULT_OUT.relative_to(ROOT)})")
     parser.add_argument("--threads", type=int,
@@ -428,6 +469,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.batch < 1 or args.dim < 1:
         parser.error("--repeats, --batch and --dim must be at least 1")
+    if not args.budget > 0:
+        parser.error("--budget must be a positive number of seconds")
     rows_list = _parse_rows(args.rows)
     if any(r < 1 for r in rows_list):
         parser.error("--rows must be at least 1")
@@ -444,7 +487,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
 
     report = run(rows_list, args.dim, args.batch, args.repeats, not args.no_torch, methods,
-                 threads=args.threads)
+                 threads=args.threads, budget_s=args.budget)
     print(format_table(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -10,7 +10,8 @@ import sys
 from conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "sparse_step.py"
-TF_METHODS = {"tf_dense_sgd", "tf_sparse_sgd", "keras_adam", "lazy_adam", "lazy_adam_update"}
+TF_METHODS = {"tf_dense_sgd", "tf_sparse_sgd", "tf_sparse_sgd_rw", "keras_adam", "lazy_adam",
+              "lazy_adam_update"}
 
 
 def test_sparse_step_benchmark_smoke(tmp_path):
@@ -44,6 +45,7 @@ def test_sparse_step_benchmark_smoke(tmp_path):
         assert keys <= set(row), sorted(keys - set(row))
         assert row["median_ms"] > 0
         assert row["peak_growth_mb"] >= 0
+        assert row["timed_steps"] == 3  # --repeats is the most steps timed
     sgd = next(r for r in results if r["method"] == "tf_sparse_sgd" and r["rows"] == 2000)
     assert sgd["ratio_to_sparse_sgd"] == 1.0
     assert [t["target"].split(" at ")[0] for t in report["targets"]] == [
