@@ -278,6 +278,8 @@ def _add_guards(nb, release) -> None:
 # ---------------------------------------------------------------------------------------
 
 _WORKER: dict = {}
+# Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
+THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 
 
 def _worker_init(base: str, settings: dict) -> None:
@@ -297,6 +299,11 @@ def _worker_init(base: str, settings: dict) -> None:
         for student in list(gradebook.students):  # nothing of other students in here
             gradebook.remove_student(student.id)
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    # The kernels inherit this environment. Each gets its share of the cores for
+    # TensorFlow's kernels (and OpenMP), so that the workers do not oversubscribe them;
+    # what the instructor set already wins.
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(settings["kernel_threads"]))
     # nbgrader's log and the kernels' start-up chatter go to a file, not the terminal
     log_file = os.open(folder / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log_file, 2)
@@ -321,6 +328,9 @@ def _config(course_dir: Path, settings: dict):
         "nbgrader.preprocessors.CheckCellMetadata",
     ]
     overrides.OverwriteCells.add_missing_cells = True
+    # The outputs are in once the last cell ran: a graceful shutdown only waits (about
+    # 0.1 s a submission) for a kernel whose work is done.
+    overrides.Execute.shutdown_kernel = "immediate"
     if settings.get("cell_timeout"):
         overrides.Execute.timeout = settings["cell_timeout"]
     overrides.GuardedExecute.memory_mb = settings["memory_mb"]
@@ -529,12 +539,18 @@ class Settings:
     max_output_kb: int = 256
     force: bool = False
     keep_logs: bool = False  # keep the workers' folders (nbgrader's and the kernels' logs)
+    kernel_threads: int | None = None  # threads per kernel; default: cores / workers
 
 
 def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | None = None,
                 settings: Settings | None = None, log=print) -> list[Result]:
     """Grade every submission in `source` into `out`; returns every result `out` holds."""
     settings = settings or Settings()
+    for name in ("workers", "cell_timeout", "memory_mb", "max_output_kb", "kernel_threads"):
+        value = getattr(settings, name)
+        if value is not None and value < 1:
+            option = "--" + name.replace("_", "-")
+            raise CourseError(f"{option} must be at least 1 (got {value}).")
     out = Path(out).resolve()
     # nbgrader's gradebook calls `alembic` by name: this Python's scripts come first.
     os.environ["PATH"] = course.tool_env()["PATH"]
@@ -600,7 +616,9 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
         workers = max(1, min(settings.workers or os.cpu_count() or 1, len(runnable)))
         worker_settings = {"root": str(root), "cell_timeout": settings.cell_timeout,
                            "memory_mb": settings.memory_mb,
-                           "max_output_kb": settings.max_output_kb}
+                           "max_output_kb": settings.max_output_kb,
+                           "kernel_threads": settings.kernel_threads
+                           or max(1, (os.cpu_count() or 1) // workers)}
         workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
         worker_settings["workdir"] = str(workdir)
         context = multiprocessing.get_context("spawn")

@@ -162,6 +162,9 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
                    help=f"memory a submission's kernel may use (default {memory_mb})")
     p.add_argument("--max-output-kb", type=int, default=256,
                    help="output kept per cell (default 256)")
+    p.add_argument("--kernel-threads", type=int, default=None,
+                   help="CPU threads for TensorFlow's ops in each kernel (default: cores / "
+                        "workers; TF_NUM_INTRAOP_THREADS or OMP_NUM_THREADS set already win)")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions that have not changed since the last run")
     p.add_argument("--keep-logs", action="store_true",
@@ -173,7 +176,8 @@ def _settings(args):
 
     return Settings(workers=args.workers, cell_timeout=args.cell_timeout,
                     memory_mb=args.memory_mb, max_output_kb=args.max_output_kb,
-                    force=args.force, keep_logs=args.keep_logs)
+                    force=args.force, keep_logs=args.keep_logs,
+                    kernel_threads=args.kernel_threads)
 
 
 def cmd_grade_class(args) -> int:

@@ -268,3 +268,30 @@ def test_nbformat_conversion_keeps_nbgrader_metadata(c01):
     nb = nbformat.reads(data.decode(), as_version=4)
     assert [grade_id(c) for c in nb.cells if grade_id(c)] == \
         [grade_id(c) for c in release_of().cells if grade_id(c)]
+
+
+@pytest.mark.parametrize("option", ["workers", "cell_timeout", "memory_mb", "max_output_kb",
+                                    "kernel_threads"])
+def test_settings_below_one_are_refused_before_anything_runs(tmp_path, option):
+    out = tmp_path / "out"
+    with pytest.raises(classgrade.CourseError, match="--" + option.replace("_", "-")):
+        classgrade.grade_class(ROOT, tmp_path, out, [A], classgrade.Settings(**{option: 0}))
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_each_kernel_gets_its_share_of_threads(tmp_path, c01, monkeypatch):
+    """The kernels inherit the worker's thread variables: cores / workers, or the option."""
+    for name in classgrade.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    probe = "import os\nprint('threads:', os.environ.get('TF_NUM_INTRAOP_THREADS'))"
+    nb = demo._insert_after(c01.release, next(iter(c01.exercises)), probe)
+    path = tmp_path / "in" / "probe" / A / NB
+    path.parent.mkdir(parents=True)
+    path.write_bytes(demo._bytes(nb))
+    out = tmp_path / "out"
+    classgrade.grade_class(ROOT, tmp_path / "in", out, [A],
+                           classgrade.Settings(workers=1, kernel_threads=3), log=lambda _: None)
+    graded = read_notebook(out / "autograded" / "probe" / A / NB)
+    printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "threads: 3" in printed
