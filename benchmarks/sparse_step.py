@@ -361,7 +361,8 @@ def run(rows_list, dim, batch, repeats, use_torch=True, methods=None, threads=No
         "benchmark": "sparse_step",
         "config": {"rows": rows_list, "dim": dim, "batch": batch, "repeats": repeats,
                    "warmup": WARMUP, "min_timed": MIN_TIMED,
-                   "budget_s": None if budget_s == float("inf") else budget_s, "learning_rate": LEARNING_RATE, "seed": SEED,
+                   "budget_s": None if budget_s == float("inf") else budget_s,
+                   "learning_rate": LEARNING_RATE, "seed": SEED,
                    "threads": threads,
                    "duplicate_fraction": DUPLICATE_FRACTION},
         "environment": {
