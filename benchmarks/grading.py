@@ -105,7 +105,9 @@ def main() -> int:
         n = build(folder, args.assignments, args.students)
         print(f"{n} submissions ({args.students} students x {len(args.assignments)} "
               f"assignments), {os.cpu_count()} cores", flush=True)
-        print("course-grade, default workers ...", flush=True)
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        print(f"course-grade, default workers ({workers}, {threads} thread(s) per kernel) ...",
+              flush=True)
         ours, results = time_course_grade(folder, args.assignments, work / "out", workers)
         print("plain sequential nbgrader autograde ...", flush=True)
         theirs = time_nbgrader(folder, args.assignments, work)
@@ -139,7 +141,8 @@ def main() -> int:
         scores = sorted(r.score for r in results)
         report = {
             "submissions": n, "students": args.students, "assignments": args.assignments,
-            "cores": os.cpu_count(), "workers": workers, "python": platform.python_version(),
+            "cores": os.cpu_count(), "workers": workers, "kernel_threads": threads,
+            "python": platform.python_version(),
             "course_grade_s": ours, "nbgrader_sequential_s": theirs, "bare_s": bare_total,
             "course_grade_one_worker_s": one, "speedup_vs_nbgrader": theirs / ours,
             "overhead_vs_bare": overhead, "scores": scores, "bare_per_notebook_s": bare,
