@@ -12,8 +12,10 @@ Models (all with the notebook's vocabulary, masked loss, `train_step`, `LazyAdam
   random row.
 
 Each is trained on the train split with the weights of its best validation epoch kept
-(early stopping on validation; the test split is never looked at before the end), and
-scored with seqeval-equal span F1 (micro) on validation and test. Prints the tables,
+(early stopping on validation; the test split is never looked at before the end), tags
+the most probable sequence that obeys the BIO rules (`--decode bio`, the default; `argmax`
+tags each token on its own), and is scored with seqeval-equal span F1 (micro) on
+validation and test. Prints the tables,
 writes JSON (`--out`) and the test-set predictions of the first model in CoNLL format
 (`--predictions`). Progress goes to stderr.
 """
@@ -51,6 +53,11 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--units", type=int, default=64)
+    parser.add_argument("--word-dropout", type=float, default=0.0,
+                        help="probability that a training token reads <UNK>")
+    parser.add_argument("--decode", choices=("argmax", "bio"), default="bio",
+                        help="tag of highest probability per token, or the most probable "
+                        "sequence that obeys the BIO rules")
     parser.add_argument("--seeds", default="0", help="comma list; each model is trained "
                         "once per seed and the table shows the mean and the range")
     parser.add_argument("--models", default=",".join(MODELS),
@@ -139,10 +146,11 @@ def main(argv=None) -> int:
             for seed in args.seeds:
                 log(f"training {name}, seed {seed}, {args.epochs} epochs ...")
                 tagger = ner.make_tagger(train, words, vectors, units=args.units, seed=seed,
-                                         **MODELS[name])
+                                         decode=args.decode, **MODELS[name])
                 history = ner.fit(tagger, train, split["validation"], epochs=args.epochs,
                                   batch_size=args.batch_size, lr=args.lr, seed=seed,
-                                  verbose=0, restore_best=True)
+                                  verbose=0, restore_best=True,
+                                  word_dropout=args.word_dropout)
                 runs.append({
                     "model": name, "seed": seed, "train_seconds": history["seconds"],
                     "epochs": args.epochs, "best_epoch": history["best_epoch"],

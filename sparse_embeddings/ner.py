@@ -15,6 +15,8 @@ The model: `PartiallyFrozenEmbedding` (the GloVe rows frozen, the training set's
 new tokens trainable), optionally concatenated with a character CNN per token,
 into a bidirectional LSTM and a dense layer giving one logit per tag. Id 0 is
 padding everywhere: it is masked, so padding never changes a real token's output.
+Prediction takes the most probable tag sequence that obeys the BIO rules
+(`decode_bio`, a Viterbi search without learned transitions: no CRF to train).
 """
 
 from __future__ import annotations
@@ -255,6 +257,53 @@ def precision_recall_f1(true_tags, pred_tags) -> dict:
 
 # --- What is not the lesson: matrices, characters, batches, training, prediction --------
 
+def bio_transitions(tags: Sequence[str] = TAGS) -> np.ndarray:
+    """`allowed[i, j]`: may tag `j` follow tag `i` in a BIO sequence? Row `len(tags)` is the
+    start of a sentence. `I-x` may only follow `B-x` or `I-x`; everything else may follow
+    anything."""
+    allowed = np.ones((len(tags) + 1, len(tags)), bool)
+    for j, tag in enumerate(tags):
+        if tag.startswith("I-"):
+            kind = tag[2:]
+            allowed[:, j] = [t in (f"B-{kind}", f"I-{kind}") for t in tags] + [False]
+    return allowed
+
+
+def decode_bio(logits, lengths, allowed=None) -> np.ndarray:
+    """The most probable tag ids (batch, time) under the BIO rules (`bio_transitions`).
+
+    A Viterbi search over the per-token log-softmax of `logits` (batch, time, tags) with
+    no learned transitions: the sequence maximising the product of the token
+    probabilities among those where no `I-x` follows `O` or another type (the spans that
+    conlleval would otherwise open). Positions at and after `lengths` get 0.
+    """
+    logits = np.asarray(logits, np.float64)
+    allowed = bio_transitions() if allowed is None else allowed
+    batch, width, num_tags = logits.shape
+    out = np.zeros((batch, width), np.int64)
+    if width == 0:
+        return out
+    log_p = logits - logits.max(-1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(-1, keepdims=True))
+    penalty = np.where(allowed, 0.0, -np.inf)
+    lengths = np.asarray(lengths)
+    score = penalty[-1][None, :] + log_p[:, 0]  # (batch, tags)
+    back = np.zeros((batch, width, num_tags), np.int64)
+    for t in range(1, width):
+        candidates = score[:, :, None] + penalty[None, :-1, :]  # (batch, prev, next)
+        best_prev = candidates.argmax(1)
+        new_score = np.take_along_axis(candidates, best_prev[:, None, :], 1)[:, 0] + log_p[:, t]
+        running = (t < lengths)[:, None]
+        score = np.where(running, new_score, score)
+        back[:, t] = np.where(running, best_prev, np.arange(num_tags)[None, :])
+    last = score.argmax(-1)
+    for t in range(width - 1, -1, -1):
+        out[:, t] = last
+        last = np.take_along_axis(back[:, t], last[:, None], 1)[:, 0]
+    out[np.arange(width)[None, :] >= lengths[:, None]] = 0
+    return out
+
+
 def pretrained_matrix(glove_vectors) -> np.ndarray:
     """The frozen rows of the vocabulary: zeros for `<PAD>` and `<UNK>`, then GloVe."""
     glove_vectors = np.asarray(glove_vectors, dtype=np.float32)
@@ -297,14 +346,22 @@ def normalized(sentences, known=None):
 
 
 class Tagger:
-    """A vocabulary, a model and how to feed it: what the notebook and benchmark share."""
+    """A vocabulary, a model and how to feed it: what the notebook and benchmark share.
+
+    decode: how `predict` turns logits into tags: "bio" (default), the most probable tag
+    sequence in which no `I-x` follows `O` or another type (`decode_bio`); "argmax", the
+    most probable tag of each token on its own.
+    """
 
     def __init__(self, vocab: dict[str, int], model: keras.Model, use_chars: bool,
-                 num_glove: int = 0):
+                 num_glove: int = 0, decode: str = "bio"):
+        if decode not in ("argmax", "bio"):
+            raise ValueError(f"decode is 'argmax' or 'bio'; got {decode!r}")
         self.vocab = vocab
         self.model = model
         self.use_chars = use_chars
         self.num_glove = num_glove
+        self.decode = decode
         # GloVe words are ids 2 .. num_glove + 1 of the vocabulary
         self.known = {w for w, i in vocab.items() if 2 <= i < num_glove + 2} or None
 
@@ -316,24 +373,32 @@ class Tagger:
             return [ids, encode_chars(sentences, ids.shape[1])], tags, lengths
         return ids, tags, lengths
 
-    def predict(self, sentences, batch_size: int = 256) -> list[list[str]]:
-        """Predicted BIO tags of raw sentences (the tags given are ignored)."""
+    def predict(self, sentences, batch_size: int = 256, decode: str | None = None
+                ) -> list[list[str]]:
+        """Predicted BIO tags of raw sentences (the tags given are ignored).
+
+        decode: "argmax" (the most probable tag of each token) or "bio" (the most probable
+        sequence that obeys the BIO rules, `decode_bio`); default the tagger's own.
+        """
+        decode = decode or self.decode
         out = []
         for start in range(0, len(sentences), batch_size):
             chunk = [(t, ["O"] * len(t)) for t, *_ in sentences[start:start + batch_size]]
             inputs, _, lengths = self.batch(chunk)
-            best = np.argmax(self.model(inputs, training=False), axis=-1)
+            logits = np.asarray(self.model(inputs, training=False))
+            best = (decode_bio(logits, lengths) if decode == "bio"
+                    else np.argmax(logits, axis=-1))
             out += [[TAGS[i] for i in row[:n]] for row, n in zip(best, lengths, strict=True)]
         return out
 
-    def evaluate(self, sentences) -> dict:
+    def evaluate(self, sentences, decode: str | None = None) -> dict:
         return precision_recall_f1([list(tags) for _, tags in sentences],
-                                   self.predict(sentences))
+                                   self.predict(sentences, decode=decode))
 
 
 def make_tagger(train, glove_words=None, glove_vectors=None, use_glove: bool = True,
                 use_chars: bool = True, units: int = 64, dropout: float = 0.3,
-                min_count: int = 2, seed: int = 0) -> Tagger:
+                min_count: int = 2, seed: int = 0, decode: str = "bio") -> Tagger:
     """A vocabulary and an untrained model for the raw `train` sentences.
 
     With `use_glove=False` (the baseline), no pretrained rows: every training token
@@ -350,7 +415,7 @@ def make_tagger(train, glove_words=None, glove_vectors=None, use_glove: bool = T
     pretrained = pretrained_matrix(vectors)
     model = build_tagger(pretrained, len(vocab) - len(pretrained), len(TAGS), units=units,
                          num_chars=len(CHARS) + 2 if use_chars else 0, dropout=dropout)
-    return Tagger(vocab, model, use_chars, num_glove=len(words))
+    return Tagger(vocab, model, use_chars, num_glove=len(words), decode=decode)
 
 
 def batches(sentences, batch_size: int, rng: np.random.Generator | None = None):
@@ -362,7 +427,8 @@ def batches(sentences, batch_size: int, rng: np.random.Generator | None = None):
 
 def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: int = 32,
         lr: float = 3e-3, clip_norm: float = 5.0, seed: int = 0, logdir=None,
-        verbose: int = 1, step_fn=None, restore_best: bool = False) -> dict:
+        verbose: int = 1, step_fn=None, restore_best: bool = False,
+        word_dropout: float = 0.0) -> dict:
     """Train with LazyAdam, one `train_step` per batch; returns the history.
 
     history: "loss" (one per step), "epoch_loss", "val_f1" (one per epoch, when
@@ -371,6 +437,9 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
     TensorBoard scalars `loss` (per step) and `val_f1` (per epoch). With
     `restore_best` (and `validation`), the weights of the epoch with the best
     validation F1 are put back at the end (early stopping on validation, never test).
+    With `word_dropout`, each real token of a training batch reads `<UNK>` with that
+    probability (its characters stay): the model learns to tag words it has no row for,
+    as it must for new words at test time.
     """
     optimizer = LazyAdam(lr)
     model, step_fn = tagger.model, step_fn or train_step
@@ -386,6 +455,8 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
         return step_fn(model, optimizer, (inputs, tags, lengths), clip_norm=clip_norm)
 
     rng = np.random.default_rng(seed)
+    dropout_rng = np.random.default_rng([seed, 1])  # the batch order stays that of rng
+    unk = tagger.vocab[UNK]
     writer = tf.summary.create_file_writer(str(logdir)) if logdir is not None else None
     history = {"loss": [], "epoch_loss": [], "val_f1": [], "seconds": 0.0, "best_epoch": None}
     best_f1, best_weights = -1.0, None
@@ -399,6 +470,9 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
         losses = []
         for k, chunk in enumerate(batches(train, batch_size, rng)):
             inputs, tags, lengths = tagger.batch(chunk)
+            if word_dropout:
+                ids = inputs[0] if isinstance(inputs, list) else inputs
+                ids[(ids > 0) & (dropout_rng.random(ids.shape) < word_dropout)] = unk
             inputs = ([tf.constant(x) for x in inputs] if isinstance(inputs, list)
                       else tf.constant(inputs))
             loss = float(step(inputs, tf.constant(tags), tf.constant(lengths)))
@@ -475,7 +549,8 @@ def save_tagger(tagger: Tagger, path) -> None:
                   if i >= tagger.num_glove + 2]
     path.with_suffix(".json").write_text(json.dumps(
         {"num_glove": tagger.num_glove, "use_chars": tagger.use_chars,
-         "new_tokens": new_tokens, "tags": list(TAGS)}, ensure_ascii=False))
+         "decode": tagger.decode, "new_tokens": new_tokens, "tags": list(TAGS)},
+        ensure_ascii=False))
 
 
 def load_tagger(path, glove_words=()) -> Tagger:
@@ -493,4 +568,5 @@ def load_tagger(path, glove_words=()) -> Tagger:
         )
     vocab = build_vocab([meta["new_tokens"]], words)
     model = keras.models.load_model(path)
-    return Tagger(vocab, model, meta["use_chars"], num_glove=meta["num_glove"])
+    return Tagger(vocab, model, meta["use_chars"], num_glove=meta["num_glove"],
+                  decode=meta.get("decode", "argmax"))

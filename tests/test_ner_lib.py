@@ -119,6 +119,43 @@ def test_train_step_lowers_the_loss_and_clips():
     assert float(norm) <= 1e-3 * (1 + 1e-5), float(norm)
 
 
+def test_decode_bio_is_the_best_sequence_that_obeys_the_bio_rules():
+    import itertools
+
+    tags = ("O", "B-a", "I-a", "B-b", "I-b")
+    allowed = ner.bio_transitions(tags)
+    assert not allowed[-1, 2] and not allowed[0, 2] and not allowed[3, 2] and allowed[1, 2]
+
+    def valid(seq):
+        return all(allowed[p, j] for p, j in zip((len(tags),) + seq[:-1], seq, strict=True))
+
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        width = int(rng.integers(1, 6))
+        logits = 3 * rng.normal(size=(3, width, len(tags)))
+        lengths = rng.integers(1, width + 1, size=3)
+        got = ner.decode_bio(logits, lengths, allowed)
+        for b, n in enumerate(lengths):
+            log_p = logits[b, :n] - np.log(np.exp(logits[b, :n]).sum(-1, keepdims=True))
+            best = max((s for s in itertools.product(range(len(tags)), repeat=int(n))
+                        if valid(s)), key=lambda s: sum(log_p[t, j] for t, j in enumerate(s)))
+            assert tuple(got[b, :n]) == best and not got[b, n:].any()
+    # an argmax that would open a span with I- gets the B- of the same type instead
+    logits = np.log(np.clip([[[0.6, 0.3, 0.1, 0, 0], [0.1, 0, 0.9, 0, 0]]], 1e-13, 1))
+    assert ner.decode_bio(logits, [2], allowed).tolist() == [[1, 2]]
+
+
+def test_fit_with_word_dropout_reads_unk_for_training_tokens():
+    for rate, moves in ((1.0, False), (0.0, True)):
+        tagger = small_tagger()
+        new_rows = tagger.model.get_layer("word_embedding").new_rows
+        before = new_rows.numpy().copy()
+        ner.fit(tagger, TRAIN, epochs=1, batch_size=3, verbose=0, word_dropout=rate)
+        # every real token reads <UNK> (a frozen row) at rate 1: no new row is looked up
+        assert (new_rows.numpy() != before).any() == moves, rate
+        assert tagger.batch(TRAIN)[0][0].max() >= len(WORDS) + 2  # prediction keeps the rows
+
+
 def random_tags(rng, n, types=("a", "b", "c")):
     choices = ["O"] + [f"{p}-{t}" for t in types for p in "BI"]
     return [str(x) for x in rng.choice(choices, size=n, p=None)]
