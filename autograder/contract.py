@@ -14,5 +14,5 @@ REQUIRED = {
     "04-tf1-bridge": ["build_capped_train_op"],
     "05-bilstm-ner": ["normalize_token", "build_vocab", "encode_batch", "masked_cross_entropy",
                       "build_tagger", "train_step", "extract_spans", "precision_recall_f1"],
-    "06-embeddings-at-scale": ["shard_of"],
+    "06-embeddings-at-scale": ["shard_of", "step_traffic_bytes"],
 }

@@ -84,3 +84,51 @@ def rows_moved(moved: Mapping[str, np.ndarray], batches: Sequence[Sequence[int]]
     fig.suptitle(title + " (filled: moved; outlined: in the batch)", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def shard_layout(sizes: Sequence[int], servers: Sequence[str], touched: Sequence[int] = (),
+                 title: str = "Which shard holds which row"):
+    """One bar of rows, cut into shards (one colour per parameter server), with the rows a
+    batch touched marked. sizes: rows per shard in order; servers: the device of each
+    shard ("ps:0", ...); touched: row ids to mark. Returns the matplotlib Axes."""
+    _, ax = plt.subplots(figsize=(7, 1.9))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    names = sorted(set(servers))
+    start = 0
+    for k, (size, server) in enumerate(zip(sizes, servers, strict=True)):
+        ax.barh(0, size, left=start, color=colours[names.index(server) % len(colours)],
+                edgecolor="white", label=server if server not in
+                ax.get_legend_handles_labels()[1] else None)
+        ax.text(start + size / 2, 0, f"shard {k}\nrows {start}-{start + size - 1}",
+                ha="center", va="center", fontsize=8, color="white")
+        start += size
+    for row in touched:
+        ax.plot([row + 0.5, row + 0.5], [0.45, 0.6], color="black", linewidth=1)
+    ax.set_xlim(0, start)
+    ax.set_ylim(-0.5, 0.7)
+    ax.set_yticks([])
+    ax.set_xlabel("row id" + (" (ticks: rows the batch touched)" if len(touched) else ""))
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8, ncol=len(names), bbox_to_anchor=(1, 1.45))
+    return ax
+
+
+def traffic(xs: Sequence[float], series: Mapping[str, Sequence[float]], xlabel: str,
+            measured: Mapping[str, Sequence[float]] | None = None,
+            title: str = "Bytes moved per step"):
+    """Bytes per step against `xs` on log-log axes: a line per entry of `series` (the
+    arithmetic), and markers for `measured` values of the same names. Returns the Axes."""
+    _, ax = plt.subplots(figsize=(6, 3.5))
+    for label, values in series.items():
+        line, = ax.plot(xs, values, label=f"{label} (arithmetic)")
+        if measured and label in measured:
+            ax.plot(xs[:len(measured[label])], measured[label], "o",
+                    color=line.get_color(), label=f"{label} (measured)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("bytes per step")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return ax

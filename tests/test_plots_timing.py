@@ -35,3 +35,21 @@ def test_rows_moved_draws_one_panel_per_optimizer_and_outlines_batches():
     assert all(len(ax.patches) == 4 for ax in fig.axes)
     image = fig.axes[1].images[0].get_array()
     assert image.shape == (4, 3) and image.min() == 1
+
+
+def test_shard_layout_draws_a_segment_per_shard_coloured_by_server():
+    ax = plots.shard_layout([3, 3, 2, 2], ["ps:0", "ps:1", "ps:0", "ps:1"], touched=[1, 9])
+    assert len(ax.patches) == 4
+    assert [t.get_text() for t in ax.texts][-1] == "shard 3\nrows 8-9"
+    assert ax.patches[0].get_facecolor() == ax.patches[2].get_facecolor()
+    assert ax.patches[0].get_facecolor() != ax.patches[1].get_facecolor()
+    assert len(ax.lines) == 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ps:0", "ps:1"]
+
+
+def test_traffic_plots_arithmetic_lines_and_measured_markers():
+    ax = plots.traffic([10, 100], {"sparse": [1, 2], "dense": [10, 100]}, xlabel="rows",
+                       measured={"sparse": [1, 2]})
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "sparse (arithmetic)", "sparse (measured)", "dense (arithmetic)"]
