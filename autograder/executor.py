@@ -1,34 +1,36 @@
-"""nbgrader preprocessors for class grading: limits that keep one notebook from stopping the
-batch, and the findings a student is told about.
+"""The execute step of grading: every cell in a sandboxed grading kernel, scored on evidence.
 
-`GuardedExecute` is nbgrader's `Execute` with three more limits:
-- memory: a watchdog stops the kernel when its memory (with its children's) passes
-  `memory_mb`; the cell gets an error saying so;
-- output: a cell keeps at most `max_output_kb` of output; the rest is dropped as it arrives;
-- a dead kernel (`os._exit`, a crash, the memory limit) no longer aborts the notebook: the
-  cell where it died and every later code cell get an error output, so their tests score 0
-  and the cells before keep their scores.
-The per-cell time limit is nbgrader's own `Execute.timeout` (interrupt, then go on).
+`SandboxedExecute` replaces nbgrader's `Execute` in the autograde pipeline (nbgrader's own
+steps before and after it stay: test cells restored from the gradebook, scores saved to it):
 
-`CollectFindings` runs after it: it takes the guard cells (autograder.sandbox) out of the
-notebook and writes what happened into the notebook's metadata under "course_grade".
+- the cells run one by one in an `autograder.session.KernelSession`: the sandbox, a
+  wall-clock limit per cell, a memory and a process limit, an output cap;
+- a test cell is sent to the kernel's guarded runner with a fresh nonce; it counts as
+  passed only with a valid signature for "ok" from the kernel (autograder.guard), whatever
+  the outputs say: a cell without one gets an error output, so nbgrader scores it 0;
+- a dead kernel (os._exit, a crash, the memory limit, a cell that would not stop) costs
+  only its own cell: a fresh kernel runs the code cells before it again, tests and cells
+  that crashed left out, and grading goes on with the next cell;
+- what happened (timeouts, crashes, output cut, ordinary cells that raised, tampering the
+  guard undid) is written into the notebook's metadata under "course_grade".
 """
 
 from __future__ import annotations
 
+import hmac
 import json
-import threading
+import secrets
 
-import psutil
-from nbclient.exceptions import DeadKernelError
-from nbclient.util import run_sync
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Integer
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool, Integer, Unicode
 
-from autograder.sandbox import MARKER, REPORT_PREFIX
+from autograder import guard
+from autograder.notebooks import grade_id, is_test
+from autograder.session import KernelSession, Limits
 
 FINDINGS = "course_grade"
+MAX_RESTARTS = 4
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
@@ -36,136 +38,117 @@ def _error_output(ename: str, evalue: str) -> NotebookNode:
                         traceback=[f"{ename}: {evalue}"])
 
 
-def _output_size(out: NotebookNode) -> int:
-    if out.get("output_type") == "stream":
-        return len(out.get("text", ""))
-    return len(json.dumps(out.get("data", {}))) + len(json.dumps(out.get("traceback", [])))
+def _first_error(outputs) -> str:
+    for out in outputs:
+        if out.get("output_type") == "error":
+            return f"{out.get('ename', '')}: {out.get('evalue', '')}".strip(": ")
+    return ""
 
 
-class GuardedExecute(Execute):
-    memory_mb = Integer(4096, help="stop the kernel when it uses more memory (MB)").tag(
+class SandboxedExecute(NbGraderPreprocessor):
+    timeout = Integer(120, help="seconds a cell may run").tag(config=True)
+    memory_mb = Integer(4096, help="memory of the kernel and its children (MB)").tag(
         config=True)
-    max_output_kb = Integer(256, help="keep at most this much output per cell (kB)").tag(
+    max_output_kb = Integer(256, help="output kept per cell (kB)").tag(config=True)
+    cpu_seconds = Integer(3600, help="CPU time of the kernel (s)").tag(config=True)
+    kernel_threads = Integer(0, help="threads for TensorFlow's ops (0: leave)").tag(
         config=True)
-    poll_seconds = 0.05
-
-    def preprocess(self, nb, resources=None, km=None):
-        self._findings = {"timeouts": [], "truncated": [], "died": None, "memory": None}
-        self._dead = None
-        self._watch_stop = threading.Event()
-        self._out_bytes = {}
-        try:
-            nb, resources = super().preprocess(nb, resources, km)
-        finally:
-            self._watch_stop.set()
-        resources[FINDINGS] = self._findings
-        return nb, resources
-
-    # -- memory watchdog -------------------------------------------------------------
-    async def async_start_new_kernel_client(self, *args, **kwargs):
-        kc = await super().async_start_new_kernel_client(*args, **kwargs)
-        provisioner = getattr(self.km, "provisioner", None)
-        process = getattr(provisioner, "process", None)
-        pid = getattr(process, "pid", None) or getattr(provisioner, "pid", None)
-        if pid:
-            threading.Thread(target=self._watch, args=(pid,), daemon=True).start()
-        return kc
-
-    # nbclient's sync wrapper is bound to its own coroutine: bind it to this one
-    start_new_kernel_client = run_sync(async_start_new_kernel_client)
-
-    def _watch(self, pid: int) -> None:
-        limit = self.memory_mb * 1024 * 1024
-        try:
-            kernel = psutil.Process(pid)
-        except psutil.Error:
-            return
-        while not self._watch_stop.wait(self.poll_seconds):
-            try:
-                processes = [kernel, *kernel.children(recursive=True)]
-                used = sum(p.memory_info().rss for p in processes)
-            except psutil.Error:
-                return
-            if used > limit:
-                self._findings["memory"] = {"limit_mb": self.memory_mb,
-                                            "used_mb": round(used / 2**20)}
-                for p in reversed(processes):
-                    try:
-                        p.kill()
-                    except psutil.Error:
-                        pass
-                return
-
-    # -- output cap ------------------------------------------------------------------
-    def output(self, outs, msg, display_id, cell_index):
-        out = super().output(outs, msg, display_id, cell_index)
-        if out is None:
-            return out
-        used = self._out_bytes.get(cell_index, 0) + _output_size(out)
-        self._out_bytes[cell_index] = used
-        if used > self.max_output_kb * 1024:
-            if outs and outs[-1] is out:  # the output just appended: drop it
-                outs.pop()
-            if cell_index not in self._findings["truncated"]:
-                self._findings["truncated"].append(cell_index)
-                outs.append(NotebookNode(
-                    output_type="stream", name="stdout",
-                    text=f"\n[course-grade: output beyond {self.max_output_kb} kB dropped]\n"))
-        return out
-
-    # -- a dead kernel ends the run, not the batch --------------------------------------
-    def preprocess_cell(self, cell, resources, index):
-        if self._dead is not None:
-            if cell.cell_type == "code":
-                cell.outputs = [_error_output(
-                    "KernelDied", "not run: the kernel had stopped in an earlier cell")]
-            return cell, resources
-        try:
-            cell, resources = super().preprocess_cell(cell, resources, index)
-        except DeadKernelError:
-            self._dead = index
-            memory = self._findings["memory"]
-            reason = (f"the kernel used more than {memory['limit_mb']} MB of memory and was "
-                      "stopped" if memory else
-                      "the kernel died (os._exit, a crash, or the process was killed)")
-            self._findings["died"] = {"cell": index, "reason": reason}
-            cell.outputs = [*cell.get("outputs", []), _error_output("KernelDied", reason)]
-            return cell, resources
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") == "CellTimeoutError":
-                self._findings["timeouts"].append(index)
-        return cell, resources
-
-
-class CollectFindings(NbGraderPreprocessor):
-    """Takes the guard cells out and stores what the grader found in the metadata."""
+    use_sandbox = Bool(True, help="run the kernel in bubblewrap").tag(config=True)
+    imports = Unicode("", help="the release's import lines, bound again before each "
+                               "test").tag(config=True)
 
     def preprocess(self, nb, resources):
-        findings = dict(resources.get(FINDINGS, {}))
-        restored = []
-        guard_errors = []
-        kept = []
-        # Cell numbers in findings count the guard cells; re-number them for the student.
-        new_index = {}
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type == "code" and cell.source.startswith(MARKER):
-                for out in cell.get("outputs", []):
-                    if out.get("output_type") == "stream":
-                        for line in out.get("text", "").splitlines():
-                            if line.startswith(REPORT_PREFIX):
-                                restored.append(json.loads(line[len(REPORT_PREFIX):]))
-                    elif out.get("output_type") == "error" and out.get("ename") != "KernelDied":
-                        guard_errors.append(f"{out.get('ename')}: {out.get('evalue')}")
-                continue
-            new_index[index] = len(kept)
-            kept.append(cell)
-        nb.cells = kept
-        renumber = lambda i: new_index.get(i, i)  # noqa: E731
-        findings["timeouts"] = [renumber(i) for i in findings.get("timeouts", [])]
-        findings["truncated"] = [renumber(i) for i in findings.get("truncated", [])]
-        if findings.get("died"):
-            findings["died"] = {**findings["died"], "cell": renumber(findings["died"]["cell"])}
-        findings["restored"] = restored
-        findings["guard_errors"] = guard_errors
+        limits = Limits(cell_timeout=self.timeout, memory_mb=self.memory_mb,
+                        max_output_kb=self.max_output_kb, cpu_seconds=self.cpu_seconds,
+                        threads=self.kernel_threads or None)
+        findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
+                    "tampering": [], "no_evidence": [], "not_run": []}
+        code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        crashed: set[int] = set()
+        done: list[int] = []
+        session = self._start(limits)
+        restarts = 0
+        try:
+            for index in code_cells:
+                cell = nb.cells[index]
+                if session is None:
+                    cell.outputs = [_error_output(
+                        "KernelDied", "not run: the kernel kept dying in earlier cells")]
+                    findings["not_run"].append(index)
+                    continue
+                run, nonce = self._run_cell(session, cell)
+                cell.outputs = run.outputs
+                cell.execution_count = run.reply.get("execution_count")
+                if run.truncated:
+                    findings["truncated"].append(index)
+                if run.status == "timeout":
+                    findings["timeouts"].append(index)
+                if run.status == "died":
+                    crashed.add(index)
+                    findings["crashes"].append({"cell": index, "reason": run.reason})
+                    cell.outputs.append(_error_output("KernelDied", run.reason))
+                    session.stop()
+                    session, restarts = self._restart(nb, limits, done, crashed, restarts,
+                                                      findings)
+                elif not is_test(cell):
+                    done.append(index)
+                    if run.status in ("error", "timeout"):
+                        findings["cell_errors"].append({"cell": index, "grade_id": grade_id(cell),
+                                                        "error": _first_error(run.outputs)})
+                if is_test(cell):
+                    self._judge(session, cell, run, nonce, index, findings)
+        finally:
+            if session is not None:
+                session.stop()
         nb.metadata[FINDINGS] = findings
         return nb, resources
+
+    # -- kernels -------------------------------------------------------------------------
+    def _start(self, limits: Limits) -> KernelSession:
+        session = KernelSession(limits, use_sandbox=self.use_sandbox)
+        session.start()
+        return session
+
+    def _restart(self, nb, limits, done, crashed, restarts, findings):
+        """A fresh kernel with the state the later cells need: the code cells that ran
+        before, tests and crashed cells left out. (None, n) when it keeps dying."""
+        while restarts < MAX_RESTARTS:
+            restarts += 1
+            session = self._start(limits)
+            for index in [i for i in done if i not in crashed]:
+                run = session.run(nb.cells[index].source)
+                if run.status == "died":
+                    crashed.add(index)
+                    findings["crashes"].append({"cell": index, "reason": run.reason,
+                                                "rebuilding": True})
+                    session.stop()
+                    break
+            else:
+                return session, restarts
+        return None, restarts
+
+    def _run_cell(self, session: KernelSession, cell):
+        if not is_test(cell):
+            return session.run(cell.source), ""
+        nonce = secrets.token_hex(16)
+        header = json.dumps({"nonce": nonce, "imports": self.imports})
+        return session.run(f"{guard.MAGIC}{header}\n{cell.source}"), nonce
+
+    # -- evidence ------------------------------------------------------------------------
+    def _judge(self, session, cell, run, nonce, index, findings) -> None:
+        evidence = run.reply.get("course_grade") or {}
+        if evidence.get("found"):
+            findings["tampering"].append({"cell": index, "grade_id": grade_id(cell),
+                                          "found": [str(f)[:200] for f in evidence["found"]]})
+        expected = guard.signature(session.key if session else b"", nonce, self.imports,
+                                   cell.source, "ok") if nonce else ""
+        passed = (run.status == "ok" and bool(nonce) and
+                  hmac.compare_digest(str(evidence.get("signature", "")), expected))
+        if passed:
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
+            return
+        if not any(o.get("output_type") == "error" for o in cell.outputs):
+            findings["no_evidence"].append({"cell": index, "grade_id": grade_id(cell)})
+            cell.outputs.append(_error_output(
+                "GradingEvidenceMissing", "the grader got no proof that this test cell ran "
+                "as written and raised nothing (was the kernel or IPython changed?)"))

@@ -1,9 +1,8 @@
-"""Real `nbgrader autograde` runs of submissions, in throw-away course folders.
+"""Grading notebooks that are not a class: the mutant harness and self-grading.
 
-The assignment is generated once (which fills a gradebook with its cells and
-checksums); each worker then copies that course folder, autogrades its share of
-the students with nbgrader in its own process, and the scores are read back from
-each worker's gradebook. Workers never share a gradebook, so none is locked.
+The assignment is generated once with nbgrader (which fills a gradebook with its cells and
+checksums; `cache` keeps it between runs), then every notebook is graded by the one grading
+engine (autograder.engine), exactly as `course-grade class` grades a submission.
 """
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -21,8 +18,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
-from autograder.errors import CourseError
-from autograder.notebooks import grade_id, is_test, read_notebook, write_notebook
+from autograder.notebooks import grade_id, nbgrader_meta, read_notebook
 
 
 @dataclass
@@ -37,6 +33,8 @@ class NotebookResult:
     student: str
     notebook: str
     cells: dict[str, CellResult] = field(default_factory=dict)
+    fatal: str | None = None  # why it could not be graded at all
+    findings: dict = field(default_factory=dict)  # what the executor found (autograder.executor)
 
     @property
     def score(self) -> float:
@@ -49,18 +47,6 @@ class NotebookResult:
     def tests_of(self, exercise) -> dict[str, CellResult]:
         """The graded test cells of one `notebooks.Exercise`, by grade id."""
         return {t: self.cells[t] for t in exercise.tests if t in self.cells}
-
-
-def _error_messages(nb: nbformat.NotebookNode) -> dict[str, str]:
-    messages = {}
-    for cell in nb.cells:
-        if not is_test(cell):
-            continue
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                text = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")
-                messages[grade_id(cell)] = text
-    return messages
 
 
 def prepare(root: Path, assignment: str, work: Path, cache: Path | None = None) -> Path:
@@ -104,72 +90,62 @@ def autograde(root: Path, assignment: str,
               workers: int | None = None, cell_timeout: int | None = None,
               work: Path | None = None, log=print,
               cache: Path | None = None) -> dict[str, dict[str, NotebookResult]]:
-    """Autograde `submissions` (student -> notebook file name -> notebook) with nbgrader.
+    """Grade `submissions` (student -> notebook file name -> notebook) with the grading
+    engine (autograder.engine), as class grading does: sandboxed where the sandbox can be
+    had, the same repairs of the notebook first.
 
     Returns student -> notebook file name -> NotebookResult.
     """
-    workers = max(1, min(workers or os.cpu_count() or 1, len(submissions)))
+    from autograder import engine, sandbox
+    from autograder.intake import Submission
+    from autograder.repair import prepare_submission, release_imports
+
     owned = work is None
     work = Path(tempfile.mkdtemp(prefix="course-grade-")) if owned else work
     try:
         base = prepare(root, assignment, work, cache=cache)
-        students = sorted(submissions)
-        shares = [students[i::workers] for i in range(workers)]
-        folders, procs = [], []
+        jobs, results = [], {}
+        for student, notebooks in sorted(submissions.items()):
+            results[student] = {}
+            for name, nb in notebooks.items():
+                release = release_notebook(base, assignment, name)
+                sub = Submission(student, assignment, name, name,
+                                 nbformat.writes(nb).encode("utf-8"))
+                prepared = prepare_submission(sub, release, {})
+                if prepared.fatal:
+                    result = NotebookResult(student, name, fatal=prepared.fatal)
+                    for cell in release.cells:
+                        meta = nbgrader_meta(cell)
+                        if meta.get("grade"):
+                            result.cells[grade_id(cell)] = CellResult(
+                                0.0, float(meta.get("points", 0)), prepared.fatal)
+                    results[student][name] = result
+                    continue
+                jobs.append(engine.Job((student, name), student, assignment, name,
+                                       nbformat.writes(prepared.notebook),
+                                       release_imports(release)))
+        settings = engine.Settings(cell_timeout=cell_timeout,
+                                   sandbox=sandbox.available()[0])
         started = time.monotonic()
-        for k, share in enumerate(shares):
-            folder = work / f"worker{k}"
-            shutil.copytree(base, folder)
-            course.write_config(root, folder)
-            for student in share:
-                for name, nb in submissions[student].items():
-                    write_notebook(nb, folder / "submitted" / student / assignment / name)
-            args = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"]
-            if cell_timeout:
-                args.append(f"--Execute.timeout={cell_timeout}")
-            env = course.tool_env()
-            log_file = open(folder / "autograde.log", "w")  # noqa: SIM115
-            procs.append((subprocess.Popen(args, cwd=folder, stdout=log_file,
-                                           stderr=subprocess.STDOUT, env=env), log_file))
-            folders.append((folder, share))
-        for proc, log_file in procs:
-            proc.wait()
-            log_file.close()
-        log(f"autograded {len(students)} submissions of {assignment} with {workers} "
-            f"workers in {time.monotonic() - started:.1f} s")
-        return {student: result
-                for folder, share in folders
-                for student, result in _read_results(folder, assignment, share).items()}
+        count = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+        runs = engine.run(root, base, jobs, settings, count) if jobs else {}
+        for (student, name), run in runs.items():
+            results[student][name] = _result(student, name, run)
+        log(f"graded {len(jobs)} submissions of {assignment} with {count} workers in "
+            f"{time.monotonic() - started:.1f} s" + ("" if settings.sandbox else
+                                                      " (no sandbox here)"))
+        return results
     finally:
         if owned:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _read_results(folder: Path, assignment: str,
-                  students: list[str]) -> dict[str, dict[str, NotebookResult]]:
-    from nbgrader.api import Gradebook, MissingEntry
+def _result(student: str, name: str, run: dict) -> NotebookResult:
+    result = NotebookResult(student, name, fatal=run.get("error"),
+                            findings=run.get("findings") or {})
+    for gid, cell in (run.get("cells") or {}).items():
+        result.cells[gid] = CellResult(float(cell["score"] or 0.0), cell["max_score"],
+                                       cell["message"])
+    return result
 
-    results: dict[str, dict[str, NotebookResult]] = {}
-    db_url = "sqlite:///" + str(folder / "gradebook.db")
-    log_tail = (folder / "autograde.log").read_text(errors="replace").splitlines()[-15:]
-    with Gradebook(db_url) as gradebook:
-        names = [nb.name for nb in gradebook.find_assignment(assignment).notebooks]
-        for student in students:
-            results[student] = {}
-            for name in names:
-                filename = f"{name}.ipynb"
-                graded = folder / "autograded" / student / assignment / filename
-                try:
-                    submission = gradebook.find_submission_notebook(name, assignment, student)
-                except MissingEntry:
-                    raise CourseError(
-                        f"nbgrader did not grade {student}'s {filename}:\n" + "\n".join(log_tail)
-                    ) from None
-                messages = _error_messages(read_notebook(graded)) if graded.exists() else {}
-                result = NotebookResult(student, filename)
-                for grade in submission.grades:
-                    result.cells[grade.name] = CellResult(
-                        float(grade.score or 0.0), float(grade.max_score or 0.0),
-                        messages.get(grade.name, ""))
-                results[student][filename] = result
-    return results
+

@@ -1,77 +1,104 @@
-"""Kernel side of class grading: the tests run with the real check helpers.
+"""The sandbox a student's kernel runs in: Debian's bubblewrap (unprivileged namespaces).
 
-A student's code runs in the same Python as the tests, so a notebook can replace what the
-tests rely on: `checks.check_close = lambda *a, **k: None`, `np.testing.assert_allclose`,
-`builtins.AssertionError`, or rebind `checks` itself. The grader puts a cell calling
-`snapshot()` before the notebook's first cell and one calling `restore(...)` before every
-test cell; `restore` puts back every attribute of the guarded modules, every builtin and
-every name the notebook's imports bind, and prints what it had to put back, which the
-grader reports to the student. These cells are removed from the graded notebook.
+Inside it the kernel sees the system's programs and libraries read-only, the course's
+Python environment and its two packages read-only, and nothing else of the machine: no
+network (a network namespace of its own, loopback only), no /root or /home, no checkout
+(solutions, tests, gradebooks), no other student's files. Its one writable place is a
+private tmpfs of `scratch_mb` MB that is its home and working folder; /tmp is another small
+tmpfs. It has its own process tree (PID namespace): it cannot see or signal the grader's
+processes, and when the kernel ends, everything it started ends with it. Its user is
+`student` (uid 1000) in a user namespace, without capabilities.
+
+The memory limit, the process count and the wall-clock limits are kept from outside by
+autograder.session; the CPU-time limit is RLIMIT_CPU, set by the kernel at start.
 """
 
 from __future__ import annotations
 
-import builtins
-import importlib
-import json
+import functools
 import os
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
-MARKER = "# course-grade guard: not part of the submission"
-REPORT_PREFIX = "course-grade-restored "
-GUARDED_MODULES = ("builtins", "numpy", "numpy.testing", "numpy.testing._private.utils",
-                   "sparse_embeddings.checks", "sparse_embeddings.tf1")
-# IPython puts these into builtins while a cell runs, a fresh object each time.
-# ipykernel swaps `input` (and `raw_input`, `getpass`) for each request.
-_VOLATILE_BUILTINS = {"get_ipython", "exit", "quit", "display", "_", "__", "___", "input",
-                      "raw_input", "getpass"}
-
-_pristine: dict[str, dict] = {}
+HOME = "/home/student"
+FONT_CACHE = "/opt/course-grade/matplotlib"  # the grader's font cache, read-only
+ETC_FILES = ("hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ld.so.conf",
+             "ld.so.conf.d", "localtime", "ssl", "ca-certificates", "fonts", "alternatives",
+             "mime.types", "os-release")
 
 
-def snapshot() -> None:
-    """Remember the guarded modules' attributes, before any student code has run."""
-    # The notebook's imports cell quiets TensorFlow before importing it; do the same, since
-    # importing the check helpers imports TensorFlow first.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    for name in GUARDED_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        _pristine[name] = dict(vars(module))
+def bwrap() -> str | None:
+    return shutil.which("bwrap")
 
 
-def restore(namespace: dict, before: str, imports: str = "") -> list[str]:
-    """Put back what the student replaced; print and return what that was."""
-    restored = []
-    for name, saved in _pristine.items():
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        current = vars(module)
-        for key, value in saved.items():
-            if name == "builtins" and key in _VOLATILE_BUILTINS:
-                continue
-            if current.get(key, _pristine) is not value:
-                setattr(module, key, value)
-                restored.append(f"{name}.{key}")
-    if imports:
-        fresh: dict = {}
-        exec(imports, fresh)  # the notebook's own import statements; modules are cached
-        for key, value in fresh.items():
-            if key != "__builtins__" and namespace.get(key, _pristine) is not value:
-                namespace[key] = value
-                restored.append(key)
-    if restored:
-        builtins.print(REPORT_PREFIX + json.dumps({"before": before, "names": restored}))
-    return restored
+@functools.lru_cache(maxsize=1)
+def available() -> tuple[bool, str]:
+    """(True, "") where a sandbox can be had here; else (False, why, in one sentence)."""
+    if not sys.platform.startswith("linux"):
+        return False, f"the sandbox needs Linux namespaces (this is {sys.platform})"
+    program = bwrap()
+    if program is None:
+        return False, ("bubblewrap is not installed (Debian/Ubuntu: `apt-get install "
+                       "bubblewrap`)")
+    probe = subprocess.run([program, "--unshare-all", "--unshare-user", "--die-with-parent",
+                            "--ro-bind", "/", "/", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        return False, f"bubblewrap cannot create namespaces here ({reason})"
+    return True, ""
 
 
-def snapshot_source() -> str:
-    return f"{MARKER}\nimport autograder.sandbox\nautograder.sandbox.snapshot()"
+def _package_dirs() -> list[str]:
+    """The course's two packages (found, not imported: the library imports TensorFlow)."""
+    import importlib.util
+
+    found = []
+    for name in ("autograder", "sparse_embeddings"):
+        spec = importlib.util.find_spec(name)
+        found.append(str(Path(spec.origin).resolve().parent))
+    return found
 
 
-def restore_source(before: str, imports: str) -> str:
-    return (f"{MARKER}\n__import__('autograder.sandbox').sandbox.restore("
-            f"globals(), {before!r}, {imports!r})")
+def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
+            fonts: str = "") -> list[str]:
+    """The bwrap command line that runs the rest of the command in the sandbox.
+
+    `runtime` (the kernel's connection file and sockets) is the one host folder bound
+    writable; `env` is the kernel's whole environment; `fonts`, the grader's matplotlib
+    cache, is seen read-only at FONT_CACHE.
+    """
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
+            "--hostname", "grading", "--die-with-parent", "--new-session",
+            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm",
+            "--size", str(64 * 2**20), "--tmpfs", "/tmp"]
+    for name in ("bin", "lib", "lib64", "lib32", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    (runtime / "passwd").write_text(f"student:x:1000:1000:student:{HOME}:/bin/sh\n")
+    (runtime / "group").write_text("student:x:1000:\n")
+    args += ["--ro-bind", str(runtime / "passwd"), "/etc/passwd",
+             "--ro-bind", str(runtime / "group"), "/etc/group"]
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    for prefix in sorted(prefixes):
+        if not prefix.startswith("/usr"):
+            args += ["--ro-bind", prefix, prefix]
+    if sys.prefix != os.path.realpath(sys.prefix):
+        args += ["--ro-bind", os.path.realpath(sys.prefix), sys.prefix]
+    for folder in _package_dirs():
+        args += ["--ro-bind", folder, folder]
+    if fonts:
+        args += ["--ro-bind-try", fonts, FONT_CACHE]
+    args += ["--bind", str(runtime), str(runtime),
+             "--size", str(scratch_mb * 2**20), "--tmpfs", HOME, "--chdir", HOME,
+             "--remount-ro", "/", "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return [*args, "--"]

@@ -2,8 +2,9 @@
 
 `course-grade self notebooks/01-autodiff/autodiff.ipynb` (or the button at the end of
 each notebook) copies the learner's notebook into a throw-away nbgrader course and
-autogrades it there with real `nbgrader autograde`, the grading path the mutant harness
-and the class grader use. nbgrader restores the locked test cells from the gradebook,
+grades it there with the grading engine that class grading and the mutant harness use
+(autograder.engine: nbgrader's autograde, the kernel in the sandbox where it can be had,
+else with a one-line warning). nbgrader restores the locked test cells from the gradebook,
 hidden tests included. The report gives points per exercise and the failing check's
 message and hint, never a test's source. The learner's file is only read.
 """
@@ -68,11 +69,19 @@ class ExerciseReport:
     manual: bool = False  # an answer graded by hand: not scored here
 
 
-def grade(path: Path, root: Path | None = None) -> tuple[str, list[ExerciseReport], float]:
-    """Autograde a learner's notebook; returns (assignment, reports, seconds)."""
+def grade(path: Path, root: Path | None = None,
+          warn=print) -> tuple[str, list[ExerciseReport], float, list[str]]:
+    """Autograde a learner's notebook; returns (assignment, reports, seconds, notes): the
+    notes name every cell outside the tests that raised, and what the grader put back."""
+    from autograder import sandbox
+    from autograder.classgrade import describe_findings
+
     root = root or course.find_root()
     path = Path(path).resolve()
     assignment, name = identify(root, path)
+    ok, why = sandbox.available()
+    if not ok:
+        warn(f"warning: grading without a sandbox ({why}); your code runs as you.")
     started = time.monotonic()
     solution = read_notebook(course.solution_notebooks(root, assignment)[0])
     with tempfile.TemporaryDirectory(prefix="course-selfgrade-") as tmp:
@@ -80,6 +89,9 @@ def grade(path: Path, root: Path | None = None) -> tuple[str, list[ExerciseRepor
                                     workers=1, work=Path(tmp), log=lambda *_: None,
                                     cache=cache_dir())
     result = results["self"][name]
+    if result.fatal:
+        raise CourseError(f"{path} could not be graded: {result.fatal}")
+    notes = describe_findings(result.findings)
     reports = []
     for exercise in exercises(solution).values():
         cells = result.tests_of(exercise)
@@ -94,11 +106,11 @@ def grade(path: Path, root: Path | None = None) -> tuple[str, list[ExerciseRepor
         cell = result.cells.get(gid)
         reports.append(ExerciseReport(gid, 0.0, cell.max_score if cell else 0.0, [],
                                       manual=True))
-    return assignment, reports, time.monotonic() - started
+    return assignment, reports, time.monotonic() - started, notes
 
 
 def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
-                  seconds: float) -> str:
+                  seconds: float, notes: list[str] = ()) -> str:
     """The report as text: a row per exercise, then the failing checks' messages."""
     lines = [f"Self-grade of {path} ({assignment}), every test including the hidden ones",
              "", f"  {'exercise':<28}{'points':>10}   result"]
@@ -124,16 +136,19 @@ def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
                 lines.extend(f"      {line}" for line in rest)
     score = sum(r.score for r in auto)
     total = sum(r.max_score for r in auto)
-    lines += ["", f"  {'total (autograded)':<28}{f'{score:g} / {total:g}':>10}",
-              "", f"Graded in {seconds:.0f} s. Your notebook was not changed."]
+    lines += ["", f"  {'total (autograded)':<28}{f'{score:g} / {total:g}':>10}"]
+    if notes:
+        lines += ["", "Outside the tests (a notebook should run top to bottom):"]
+        lines += [f"  - {note}" for note in notes]
+    lines += ["", f"Graded in {seconds:.0f} s. Your notebook was not changed."]
     return "\n".join(lines)
 
 
 def report(path: Path | str, root: Path | None = None) -> str:
     """Grade `path` and return the report text (what the command prints)."""
     path = Path(path)
-    assignment, reports, seconds = grade(path, root)
-    return format_report(path, assignment, reports, seconds)
+    assignment, reports, seconds, notes = grade(path, root)
+    return format_report(path, assignment, reports, seconds, notes)
 
 
 def grade_button(filename: str):

@@ -1,0 +1,268 @@
+"""The grading engine: one submission, graded the same way wherever it is graded.
+
+`course-grade class`, `course-grade self` and the mutant harness all call `run`, which
+grades each job (student, assignment, notebook text) in a worker process holding a
+private copy of the course folder (its gradebook, no solution notebook, no other student's
+work), with nbgrader's own autograde: test cells restored from the gradebook (hidden ones
+included), `autograder.executor.SandboxedExecute` to run the cells, nbgrader's scores.
+A worker that dies is replaced and its job tried once more. Results come back as data:
+per test cell its score and its message, every message cut where it quotes a hidden
+test; the findings of the run; the autograded notebook for the instructor.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder import course
+from autograder.errors import CourseError
+from autograder.executor import FINDINGS
+from autograder.notebooks import HIDDEN_MARKERS, grade_id, is_test
+
+MESSAGE_LIMIT = 1500  # characters of a message shown to a student
+QUOTE = 24  # characters in a row shared with a hidden test make a quote
+
+
+@dataclass
+class Settings:
+    cell_timeout: int | None = None  # default: the course's Execute.timeout
+    memory_mb: int = 4096
+    max_output_kb: int = 256
+    cpu_seconds: int = 3600
+    kernel_threads: int | None = None
+    sandbox: bool = True
+
+
+@dataclass
+class Job:
+    key: tuple  # returned with the result
+    student: str
+    assignment: str
+    notebook: str
+    text: str
+    imports: str = ""
+
+
+# ---------------------------------------------------------------------------------------
+# Hidden tests never leave the grader
+# ---------------------------------------------------------------------------------------
+
+def hidden_parts(source: str) -> list[str]:
+    """The hidden blocks of a test cell's full source (as the gradebook holds it)."""
+    begin, end = HIDDEN_MARKERS
+    return [m.group(1) for m in re.finditer(re.escape(begin) + r"(.*?)" + re.escape(end),
+                                            source, flags=re.S)]
+
+
+def _squash(text: str) -> tuple[str, list[int]]:
+    """`text` with whitespace runs removed, and where each kept character came from."""
+    kept, where = [], []
+    for i, ch in enumerate(text):
+        if not ch.isspace():
+            kept.append(ch)
+            where.append(i)
+    return "".join(kept), where
+
+
+def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
+    """`message` cut where it quotes a hidden test (QUOTE characters in a row, whitespace
+    ignored), and at `limit` characters, each cut said."""
+    squashed, where = _squash(message)
+    secret = "\n".join(_squash(h)[0] for h in hidden)
+    cut = None
+    if secret:
+        for start in range(0, max(0, len(squashed) - QUOTE + 1)):
+            if squashed[start:start + QUOTE] in secret:
+                cut = where[start]
+                break
+    if cut is not None:
+        return message[:cut].rstrip() + " [cut by the grader: the message quoted a hidden test]"
+    if len(message) > limit:
+        return message[:limit].rstrip() + f" [cut by the grader at {limit} characters]"
+    return message
+
+
+# ---------------------------------------------------------------------------------------
+# One submission, in a worker's course copy
+# ---------------------------------------------------------------------------------------
+
+_WORKER: dict = {}
+
+
+def config(course_dir: Path, settings: Settings, imports: str):
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    loaded = PyFileConfigLoader(course.CONFIG_NAME, path=str(course_dir)).load_config()
+    overrides = Config()
+    overrides.Autograde.autograde_preprocessors = [
+        "autograder.executor.SandboxedExecute",
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "nbgrader.preprocessors.LimitOutput",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    overrides.OverwriteCells.add_missing_cells = True
+    timeout = settings.cell_timeout or loaded.get("Execute", {}).get("timeout") or 120
+    overrides.SandboxedExecute.timeout = int(timeout)
+    overrides.SandboxedExecute.memory_mb = settings.memory_mb
+    overrides.SandboxedExecute.max_output_kb = settings.max_output_kb
+    overrides.SandboxedExecute.cpu_seconds = settings.cpu_seconds
+    overrides.SandboxedExecute.kernel_threads = settings.kernel_threads or 0
+    overrides.SandboxedExecute.use_sandbox = settings.sandbox
+    overrides.SandboxedExecute.imports = imports
+    # ClearMetadataPreprocessor must keep what the executor found
+    overrides.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {
+        ("kernelspec",), ("language_info",), ("nbgrader",), (FINDINGS,)}
+    loaded.merge(overrides)
+    return loaded
+
+
+def worker_course(base: Path, into: Path, root: Path) -> Path:
+    """A private copy of the course folder `base`: no solution or release notebook, no
+    other student's results, its own gradebook."""
+    course_dir = into / "course"
+    shutil.copytree(base, course_dir, ignore=shutil.ignore_patterns(
+        "results", "feedback", "autograded", "submitted", "*.png", "*.csv", "*.log"))
+    for notebook in (course_dir / course.SOURCE_DIR).rglob("*.ipynb"):
+        notebook.unlink()
+    shutil.rmtree(course_dir / course.RELEASE_DIR, ignore_errors=True)
+    course.write_config(root, course_dir)
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(course_dir / "gradebook.db")) as gradebook:
+        for student in list(gradebook.students):
+            gradebook.remove_student(student.id)
+    return course_dir
+
+
+def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> dict:
+    """Autograde one submission in `course_dir`; the result as plain data."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    for sub in ("submitted", "autograded"):
+        shutil.rmtree(course_dir / sub, ignore_errors=True)
+    target = course_dir / "submitted" / job.student / job.assignment / job.notebook
+    target.parent.mkdir(parents=True)
+    target.write_text(job.text, encoding="utf-8")
+    cfg = config(course_dir, settings, job.imports)
+    started = time.monotonic()
+    graded = course_dir / "autograded" / job.student / job.assignment / job.notebook
+    api = NbGraderAPI(CourseDirectory(config=cfg), config=cfg)
+    outcome = api.autograde(job.assignment, job.student, force=True, create=True)
+    result = {"seconds": time.monotonic() - started, "cells": {}, "findings": {},
+              "autograded": None, "error": None}
+    if not outcome.get("success") or not graded.exists():
+        (scratch / "nbgrader-failures.log").open("a").write(
+            f"--- {job.student} {job.assignment}\n{outcome.get('log', '')}\n")
+        log_text = str(outcome.get("log", "") or outcome.get("error", ""))
+        errors = [line.strip() for line in log_text.splitlines()
+                  if re.match(r"^\w*(Error|Exception)\b", line.strip())]
+        result["error"] = "nbgrader could not grade it: " + (errors[-1] if errors else " | ".join(
+            line.strip() for line in log_text.splitlines()[-4:] if line.strip()))
+        return result
+    autograded = nbformat.read(str(graded), as_version=4)
+    result["autograded"] = nbformat.writes(autograded)
+    name = job.notebook[:-len(".ipynb")]
+    hidden: list[str] = []
+    with Gradebook("sqlite:///" + str(course_dir / "gradebook.db")) as gradebook:
+        for cell in gradebook.find_notebook(name, job.assignment).source_cells:
+            hidden += hidden_parts(cell.source)
+        messages = {}
+        for cell in autograded.cells:
+            if grade_id(cell) and is_test(cell):
+                for out in cell.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        messages[grade_id(cell)] = redact(
+                            f"{out.get('ename', '')}: {out.get('evalue', '')}", hidden)
+        submission = gradebook.find_submission_notebook(name, job.assignment, job.student)
+        for grade in submission.grades:
+            result["cells"][grade.name] = {
+                "score": None if grade.auto_score is None else float(grade.auto_score),
+                "max_score": float(grade.max_score or 0.0),
+                "needs_manual_grade": bool(grade.needs_manual_grade),
+                "message": messages.get(grade.name, ""),
+            }
+        gradebook.remove_submission(job.assignment, job.student)
+    findings = dict(autograded.metadata.get(FINDINGS, {}))
+    for item in findings.get("cell_errors", []):
+        item["error"] = redact(item.get("error", ""), hidden, 300)
+    result["findings"] = findings
+    for sub in ("submitted", "autograded"):
+        shutil.rmtree(course_dir / sub, ignore_errors=True)
+    return result
+
+
+def _worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="worker-", dir=workdir))
+    course_dir = worker_course(Path(base), folder, Path(root))
+    # nbgrader's log and the kernels' start-up chatter go to a file, not the terminal
+    log_file = os.open(folder / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log_file, 2)
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    _WORKER.update(folder=folder, course=course_dir, settings=settings)
+
+
+def _grade_in_worker(job: Job) -> dict:
+    return grade_one(_WORKER["course"], job, _WORKER["settings"], _WORKER["folder"])
+
+
+def run(root: Path, base: Path, jobs: list[Job], settings: Settings, workers: int = 1,
+        on_result=None, keep: Path | None = None) -> dict:
+    """Grade `jobs` with the generated course folder `base`; key -> result.
+
+    `on_result(job, result)` is called in this process as each result arrives (the one
+    writer of anything shared). A worker that dies takes only its job with it: that job is
+    tried once more in a fresh worker, then recorded with the reason.
+    """
+    workers = max(1, min(workers, len(jobs)))
+    workdir = Path(tempfile.mkdtemp(prefix="course-grade-", dir=keep))
+    context = multiprocessing.get_context("spawn")
+    queue = list(jobs)
+    tries: dict[tuple, int] = {}
+    results: dict = {}
+    try:
+        while queue:
+            with futures.ProcessPoolExecutor(
+                    min(workers, len(queue)), mp_context=context, initializer=_worker_init,
+                    initargs=(str(base), str(root), str(workdir), settings)) as pool:
+                pending = {pool.submit(_grade_in_worker, job): job for job in queue}
+                queue = []
+                for done in futures.as_completed(pending):
+                    job = pending[done]
+                    try:
+                        result = done.result()
+                    except futures.process.BrokenProcessPool:
+                        tries[job.key] = tries.get(job.key, 0) + 1
+                        if tries[job.key] < 2:
+                            queue.append(job)
+                            continue
+                        result = {"error": "the grading process died twice on it"}
+                    except CourseError as error:
+                        result = {"error": str(error)}
+                    except Exception as error:  # the grader failed on this job only
+                        result = {"error": f"the grader failed on it ({type(error).__name__}:"
+                                           f" {error})"}
+                    results[job.key] = result
+                    if on_result is not None:
+                        on_result(job, result)
+    finally:
+        if keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return results

@@ -1,0 +1,278 @@
+"""One grading kernel, started in the sandbox and watched from outside.
+
+`KernelSession` starts `autograder.kernel` (in bubblewrap, or plainly with `sandbox=False`),
+talks to it over Unix sockets in a private runtime folder (the sandbox has no network),
+runs one cell at a time with a wall-clock limit, caps each cell's output, and stops the
+kernel, with everything it started, when it passes the memory or process limit.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import psutil
+from jupyter_client import KernelManager
+
+from autograder import sandbox
+
+
+@dataclass
+class Limits:
+    cell_timeout: int = 120  # seconds of wall-clock time per cell
+    memory_mb: int = 4096  # the kernel and everything it started
+    max_output_kb: int = 256  # output kept per cell
+    cpu_seconds: int = 3600  # CPU time of the kernel process (RLIMIT_CPU)
+    max_processes: int = 64  # processes in the kernel's tree
+    scratch_mb: int = 512  # the sandbox's writable home
+    threads: int | None = None  # TF_NUM_INTRAOP_THREADS / OMP_NUM_THREADS for the kernel
+
+
+@dataclass
+class CellRun:
+    outputs: list = field(default_factory=list)
+    status: str = "ok"  # ok, error, timeout, died
+    reply: dict = field(default_factory=dict)
+    truncated: bool = False
+    reason: str = ""  # why the kernel died
+
+
+class _Manager(KernelManager):
+    wrapper: list = []
+    python: str = sys.executable
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        return [*self.wrapper, self.python, "-m", "autograder.kernel", "-f",
+                self.connection_file]
+
+
+def _output_size(out) -> int:
+    if out.get("output_type") == "stream":
+        return len(out.get("text", ""))
+    return len(str(out.get("data", ""))) + len(str(out.get("traceback", "")))
+
+
+class KernelSession:
+    def __init__(self, limits: Limits, use_sandbox: bool = True):
+        self.limits = limits
+        self.use_sandbox = use_sandbox
+        self.key = b""
+        self.km = None
+        self.kc = None
+        self.runtime = None
+        self.killed_for = None
+        self._stop_watch = threading.Event()
+
+    # -- start and stop ------------------------------------------------------------------
+    def start(self) -> None:
+        self.runtime = Path(tempfile.mkdtemp(prefix="cg-"))  # short: socket paths <108 B
+        os.chmod(self.runtime, 0o700)
+        self.key = secrets.token_bytes(32)
+        key_file = self.runtime / "key"
+        key_file.write_text(self.key.hex())
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+               "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
+               "COURSE_GRADE_KEY_FILE": str(key_file),
+               "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds)}
+        for name in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+            elif self.limits.threads:
+                env[name] = str(self.limits.threads)
+        if self.use_sandbox:
+            fonts = _matplotlib_cache()
+            env.update(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
+                       COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
+            wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts)
+            cwd = "/"
+        else:
+            scratch = self.runtime / "home"
+            scratch.mkdir()
+            env.update(HOME=str(scratch), MPLCONFIGDIR=str(scratch / ".matplotlib"),
+                       COURSE_GRADE_MPL_CACHE=_matplotlib_cache())
+            wrapper = []
+            cwd = str(scratch)
+        km = _Manager(transport="ipc", ip=str(self.runtime / "k"),
+                      connection_file=str(self.runtime / "conn.json"))
+        km.wrapper = wrapper
+        # the kernel's own start-up chatter (not cell output) is dropped
+        km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.km = km
+        self.kc = km.client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=120)
+        except RuntimeError:
+            self.stop()
+            raise
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop_watch.set()
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            self._kill_tree()
+            try:
+                self.km.cleanup_resources()
+            except Exception:  # noqa: BLE001 - best effort on a dead kernel
+                pass
+        if self.runtime is not None:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+        self.km = self.kc = None
+
+    def _process(self):
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        try:
+            return psutil.Process(process.pid) if process else None
+        except psutil.Error:
+            return None
+
+    def _tree(self) -> list:
+        top = self._process()
+        if top is None:
+            return []
+        try:
+            return [top, *top.children(recursive=True)]
+        except psutil.Error:
+            return [top]
+
+    def _kill_tree(self) -> None:
+        tree = self._tree()
+        for process in reversed(tree):
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(tree, timeout=5)
+
+    def alive(self) -> bool:
+        top = self._process()
+        return top is not None and top.is_running() and top.status() != psutil.STATUS_ZOMBIE
+
+    def _watch(self) -> None:
+        limit = self.limits.memory_mb * 2**20
+        while not self._stop_watch.wait(0.05):
+            tree = self._tree()
+            if not tree:
+                return
+            used = 0
+            for process in tree:
+                try:
+                    used += process.memory_info().rss
+                except psutil.Error:
+                    pass
+            if used > limit:
+                self.killed_for = (f"the kernel used more than {self.limits.memory_mb} MB of "
+                                   "memory and was stopped")
+            elif len(tree) > self.limits.max_processes:
+                self.killed_for = (f"the kernel started more than {self.limits.max_processes}"
+                                   " processes and was stopped")
+            if self.killed_for:
+                self._kill_tree()
+                return
+
+    def interrupt(self) -> None:
+        for process in self._tree():
+            try:
+                if "autograder.kernel" in " ".join(process.cmdline()) and \
+                        process is not self._process() or not self.use_sandbox:
+                    process.send_signal(signal.SIGINT)
+                    if not self.use_sandbox:
+                        return
+            except psutil.Error:
+                pass
+
+    # -- one cell ------------------------------------------------------------------------
+    def run(self, code: str, timeout: float | None = None) -> CellRun:
+        timeout = timeout or self.limits.cell_timeout
+        result = CellRun()
+        msg_id = self.kc.execute(code, store_history=True, allow_stdin=False,
+                                 stop_on_error=False)
+        deadline = time.monotonic() + timeout
+        interrupted_at = None
+        cap = self.limits.max_output_kb * 1024
+        used = 0
+        idle = False
+        while not idle:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                if not self.alive():
+                    result.status = "died"
+                    result.reason = self.killed_for or ("the kernel died (os._exit, a crash, "
+                                                        "or the process was killed)")
+                    return result
+                now = time.monotonic()
+                if interrupted_at is None and now > deadline:
+                    interrupted_at = now
+                    self.interrupt()
+                elif interrupted_at is not None and now > interrupted_at + 10:
+                    self._kill_tree()
+                    result.status = "died"
+                    result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
+                                     "stop when interrupted; the kernel was stopped")
+                    return result
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status":
+                idle = msg["content"]["execution_state"] == "idle"
+                continue
+            if kind == "clear_output":
+                result.outputs = []
+                continue
+            if kind not in ("stream", "display_data", "execute_result", "error"):
+                continue
+            out = nbformat.v4.output_from_msg(msg)
+            used += _output_size(out)
+            if used > cap:
+                if not result.truncated:
+                    result.truncated = True
+                    result.outputs.append(nbformat.v4.new_output(
+                        "stream", name="stdout",
+                        text=f"\n[course-grade: output beyond {self.limits.max_output_kb} kB "
+                             "dropped]\n"))
+                if kind != "error":
+                    continue
+            if kind == "stream" and result.outputs and \
+                    result.outputs[-1].get("output_type") == "stream" and \
+                    result.outputs[-1].get("name") == out.get("name"):
+                result.outputs[-1]["text"] += out["text"]
+            else:
+                result.outputs.append(out)
+        try:
+            reply = self.kc.get_shell_msg(timeout=10)
+            while reply["parent_header"].get("msg_id") != msg_id:
+                reply = self.kc.get_shell_msg(timeout=10)
+            result.reply = reply["content"]
+        except queue.Empty:
+            result.reply = {}
+        if interrupted_at is not None:
+            result.status = "timeout"
+        elif result.reply.get("status") == "error" or any(
+                o.get("output_type") == "error" for o in result.outputs):
+            result.status = "error"
+        return result
+
+
+def _matplotlib_cache() -> str:
+    """The grader's matplotlib font cache, copied into each kernel's home at start (so no
+    kernel spends seconds building its own)."""
+    base = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
+    return base if os.path.isdir(base) else ""
