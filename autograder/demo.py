@@ -186,8 +186,9 @@ def memory_hog(c: Course):
     last = list(c.exercises)[-1]
     nb = _insert_after(c.filled(), last, "import numpy as np\nhog = []\nwhile True:\n"
                        "    hog.append(np.ones(10_000_000))")
-    return (_bytes(nb), c.auto_points - c.points(last), "memory",
-            f"every answer right, then memory that grows without end before {last}'s tests")
+    return (_bytes(nb), c.auto_points, "memory",
+            f"every answer right, then memory that grows without end before {last}'s tests "
+            "(the crash costs nothing: a fresh kernel rebuilds the state)")
 
 
 def sys_exit(c: Course):
@@ -198,14 +199,14 @@ def sys_exit(c: Course):
 def os_exit(c: Course):
     last = list(c.exercises)[-1]
     nb = _insert_after(c.filled(), last, "import os\nos._exit(1)")
-    return (_bytes(nb), c.auto_points - c.points(last), "kernel died",
+    return (_bytes(nb), c.auto_points, "kernel died",
             f"every answer right, and os._exit(1) before {last}'s tests")
 
 
 def kernel_crash(c: Course):
     last = list(c.exercises)[-1]
     nb = _insert_after(c.filled(), last, "import ctypes\nctypes.string_at(0)  # segfault")
-    return (_bytes(nb), c.auto_points - c.points(last), "kernel died",
+    return (_bytes(nb), c.auto_points, "kernel died",
             f"every answer right, and a segfault before {last}'s tests")
 
 
@@ -227,7 +228,7 @@ def tampers(c: Course):
         "        setattr(checks, _name, _passes)\n"
         "numpy.testing.assert_allclose = _passes\n"
         "builtins.AssertionError = type('AssertionError', (Exception,), {})\n")
-    return (_bytes(nb), c.auto_points - c.points(exercise), "the originals were put back",
+    return (_bytes(nb), c.auto_points - c.points(exercise), "put back what the notebook had",
             f"a wrong {exercise} that replaces the check helpers, numpy.testing and "
             "AssertionError")
 

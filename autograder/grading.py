@@ -88,12 +88,13 @@ def release_notebook(base: Path, assignment: str, notebook: str) -> nbformat.Not
 def autograde(root: Path, assignment: str,
               submissions: dict[str, dict[str, nbformat.NotebookNode]],
               workers: int | None = None, cell_timeout: int | None = None,
-              work: Path | None = None, log=print,
-              cache: Path | None = None) -> dict[str, dict[str, NotebookResult]]:
+              work: Path | None = None, log=print, cache: Path | None = None,
+              settings=None) -> dict[str, dict[str, NotebookResult]]:
     """Grade `submissions` (student -> notebook file name -> notebook) with the grading
     engine (autograder.engine), as class grading does: sandboxed where the sandbox can be
     had, the same repairs of the notebook first.
 
+    `settings` (an engine.Settings) overrides `cell_timeout` and the sandbox default.
     Returns student -> notebook file name -> NotebookResult.
     """
     from autograder import engine, sandbox
@@ -124,8 +125,8 @@ def autograde(root: Path, assignment: str,
                 jobs.append(engine.Job((student, name), student, assignment, name,
                                        nbformat.writes(prepared.notebook),
                                        release_imports(release)))
-        settings = engine.Settings(cell_timeout=cell_timeout,
-                                   sandbox=sandbox.available()[0])
+        settings = settings or engine.Settings(cell_timeout=cell_timeout,
+                                               sandbox=sandbox.available()[0])
         started = time.monotonic()
         count = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
         runs = engine.run(root, base, jobs, settings, count) if jobs else {}

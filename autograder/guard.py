@@ -57,21 +57,37 @@ def signature(key: bytes, nonce: str, imports: str, source: str, status: str) ->
 
 
 def _pristine_modules() -> tuple:
-    """(module, a copy of its attributes) for each guarded module, taken at start."""
-    saved = []
+    """(name, module, a copy of its attributes) taken at start: every attribute of the
+    guarded modules; of every other module loaded by then, the attributes that hold a
+    module, a function or a class (what a notebook would swap to fool a test)."""
+    import types
+
+    kinds = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)
     for name in GUARDED_MODULES:
         try:
-            module = importlib.import_module(name)
+            importlib.import_module(name)
         except ImportError:
             continue
-        saved.append((name, module, dict(vars(module))))
+    saved = []
+    for name, module in sorted(sys.modules.items()):
+        if not isinstance(module, types.ModuleType):
+            continue
+        try:
+            attributes = dict(vars(module))
+        except TypeError:
+            continue
+        if name not in GUARDED_MODULES:
+            attributes = {k: v for k, v in attributes.items() if isinstance(v, kinds)}
+        if attributes:
+            saved.append((name, module, attributes))
     return tuple(saved)
 
 
 def _ipython_hooks(shell) -> dict:
     if shell is None:
         return {}
-    return {"input_transformers_cleanup": list(shell.input_transformers_cleanup),
+    return {"input_transformer_manager": shell.input_transformer_manager,
+            "input_transformers_cleanup": list(shell.input_transformers_cleanup),
             "input_transformers_post": list(shell.input_transformers_post),
             "ast_transformers": list(shell.ast_transformers),
             "events": {name: list(callbacks) for name, callbacks
@@ -107,31 +123,38 @@ def run_test(source: str, imports: str, nonce: str, namespace: dict, shell=None,
                 current[key] = value
                 found.append(f"{name}.{key}")
     if shell is not None:
-        for attribute, saved in hooks_at_start.items():
-            if attribute == "events":
-                for event, callbacks in saved.items():
-                    if shell.events.callbacks.get(event) != callbacks:
-                        shell.events.callbacks[event] = list_(callbacks)
-                        found.append(f"IPython event callbacks ({event})")
-            elif getattr_(shell, attribute) != saved:
-                setattr_(shell, attribute, list_(saved))
-                found.append(f"IPython {attribute}")
-        if shell.custom_exceptions:
-            shell.set_custom_exc((), None)
-            found.append("IPython custom exception handler")
+        try:
+            for attribute, saved in hooks_at_start.items():
+                if attribute == "events":
+                    for event, callbacks in saved.items():
+                        if shell.events.callbacks.get(event) != callbacks:
+                            shell.events.callbacks[event] = list_(callbacks)
+                            found.append(f"IPython event callbacks ({event})")
+                elif attribute == "input_transformer_manager":
+                    if shell.input_transformer_manager is not saved:
+                        shell.input_transformer_manager = saved
+                        found.append("IPython input_transformer_manager")
+                elif getattr_(shell, attribute) != saved:
+                    getattr_(shell, attribute)[:] = saved
+                    found.append(f"IPython {attribute}")
+            if shell.custom_exceptions:
+                shell.set_custom_exc((), None)
+                found.append("IPython custom exception handler")
+        except BaseException_ as raised:  # IPython itself broken: the test runs regardless
+            found.append(f"IPython could not be put back ({type_(raised).__name__})")
     # 2. The namespace: the notebook's names, the release's imports bound again.
     scope = dict_(namespace)
     scope["__builtins__"] = builtins_module
     status = "error"
     error = None
-    bound = {}
+    bound = dict_()
+    bound["__builtins__"] = builtins_module
     try:
-        exec_(compile_(imports, "<imports>", "exec"), scope)
-        bound = {key: value for key, value in scope.items() if key != "__builtins__"
-                 and (key not in namespace or namespace[key] is not value)}
-        for key in bound:
-            if key in namespace:
+        exec_(compile_(imports, "<imports>", "exec"), bound)
+        for key, value in bound.items():
+            if key in namespace and namespace[key] is not value:
                 found.append(key)
+            scope[key] = value
         code = compile_(source, "<test cell>", "exec", dont_inherit=True)
     except BaseException_ as raised:  # an import the notebook broke
         error = raised
@@ -149,6 +172,8 @@ def run_test(source: str, imports: str, nonce: str, namespace: dict, shell=None,
     # 4. Nothing it relies on was swapped while it ran.
     if status == "ok":
         changed = [key for key, value in bound.items() if scope.get(key) is not value]
+        if scope.get("__builtins__") is not builtins_module:
+            changed.append("__builtins__")
         for name, module, saved in pristine:
             current = module.__dict__
             changed += [f"{name}.{key}" for key, value in saved.items()
@@ -161,7 +186,7 @@ def run_test(source: str, imports: str, nonce: str, namespace: dict, shell=None,
     audit("course_grade.sign", holder)
     # The cell's new names stay in the notebook, as when a cell runs in it.
     for key, value in scope.items():
-        if key != "__builtins__" and key not in bound and (
+        if key not in bound and (
                 key not in namespace or namespace[key] is not value):
             namespace[key] = value
     return {"status": status, "error": error, "found": found,
@@ -188,7 +213,7 @@ def install(key: bytes, shell=None):
     type_, str_, isinstance_ = type, str, isinstance
     refused_always, refused_in_tests = ALWAYS_REFUSED, REFUSED_IN_TESTS
     protected = (run_test, install, signature)
-    state = [False]  # a test cell is running
+    state = [False, 0]  # a test cell is running; 1 after enter, 2 after leave
 
     def trusted_caller():
         frame = getframe(2)
@@ -208,17 +233,21 @@ def install(key: bytes, shell=None):
         if event == ENTER_EVENT:
             if not trusted_caller():
                 raise RuntimeError("course-grade: not the grader's runner")
-            if gettrace() is not None or getprofile() is not None:
+            if state[0] or gettrace() is not None or getprofile() is not None:
                 raise RuntimeError("course-grade: a trace function is still set")
-            state[0] = True
+            state[0], state[1] = True, 1
         elif event == LEAVE_EVENT:
-            if not trusted_caller():
+            if not trusted_caller() or state[1] != 1:
                 raise RuntimeError("course-grade: not the grader's runner")
-            state[0] = False
+            state[0], state[1] = False, 2
         elif event == SIGN_EVENT:
             frame = getframe(1)
             if frame.f_code is not runner_code or frame.f_locals.get("_o") is not original:
                 return  # no signature for anyone else
+            ran_whole = state[1] == 2 and gettrace() is None and getprofile() is None
+            state[1] = 0
+            if not ran_whole:
+                return
             values = frame.f_locals
             parts = [values.get(name) for name in ("nonce", "imports", "source", "status")]
             if not all(type_(p) is str_ for p in parts):

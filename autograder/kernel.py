@@ -30,8 +30,12 @@ class GradingKernel(IPythonKernel):
         header, _, source = code.partition("\n")
         info = json.loads(header[len(guard.MAGIC):])
         self.shell.execution_count += 1
-        result = guard.run_test(source, info["imports"], info["nonce"], self.shell.user_ns,
-                                self.shell, _o=self._course_grade)
+        run_test, originals = self._course_grade
+        try:
+            result = run_test(source, info["imports"], info["nonce"], self.shell.user_ns,
+                              self.shell, _o=originals)
+        except BaseException as error:  # noqa: BLE001 - the grader always replies
+            result = {"status": "error", "error": error, "found": [], "signature": ""}
         reply = {"status": "ok", "execution_count": self.shell.execution_count - 1,
                  "user_expressions": {}, "payload": [],
                  "course_grade": {"signature": result["signature"], "found": result["found"],
@@ -81,7 +85,8 @@ def main() -> None:
     import sparse_embeddings.checks  # noqa: F401
     import sparse_embeddings.tf1  # noqa: F401
 
-    app.kernel._course_grade = guard.install(key, app.shell)
+    # the runner as it is now: a notebook that rebinds guard.run_test changes nothing
+    app.kernel._course_grade = (guard.run_test, guard.install(key, app.shell))
     del key
     app.start()
 

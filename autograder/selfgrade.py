@@ -69,11 +69,12 @@ class ExerciseReport:
     manual: bool = False  # an answer graded by hand: not scored here
 
 
-def grade(path: Path, root: Path | None = None,
-          warn=print) -> tuple[str, list[ExerciseReport], float, list[str]]:
+def grade(path: Path, root: Path | None = None, warn=print,
+          settings=None) -> tuple[str, list[ExerciseReport], float, list[str]]:
     """Autograde a learner's notebook; returns (assignment, reports, seconds, notes): the
-    notes name every cell outside the tests that raised, and what the grader put back."""
-    from autograder import sandbox
+    notes name every cell outside the tests that raised, and what the grader put back.
+    `settings` (an engine.Settings) for limits other than the course's."""
+    from autograder import engine, sandbox
     from autograder.classgrade import describe_findings
 
     root = root or course.find_root()
@@ -82,12 +83,16 @@ def grade(path: Path, root: Path | None = None,
     ok, why = sandbox.available()
     if not ok:
         warn(f"warning: grading without a sandbox ({why}); your code runs as you.")
+    if settings is None:
+        settings = engine.Settings(sandbox=ok)
+    elif not ok:
+        settings.sandbox = False
     started = time.monotonic()
     solution = read_notebook(course.solution_notebooks(root, assignment)[0])
     with tempfile.TemporaryDirectory(prefix="course-selfgrade-") as tmp:
         results = grading.autograde(root, assignment, {"self": {name: read_notebook(path)}},
                                     workers=1, work=Path(tmp), log=lambda *_: None,
-                                    cache=cache_dir())
+                                    cache=cache_dir(), settings=settings)
     result = results["self"][name]
     if result.fatal:
         raise CourseError(f"{path} could not be graded: {result.fatal}")

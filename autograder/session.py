@@ -27,6 +27,8 @@ from jupyter_client import KernelManager
 
 from autograder import sandbox
 
+INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
+
 
 @dataclass
 class Limits:
@@ -163,36 +165,40 @@ class KernelSession:
         top = self._process()
         return top is not None and top.is_running() and top.status() != psutil.STATUS_ZOMBIE
 
+    def _over_limits(self) -> str | None:
+        """Why the kernel's process tree must be stopped now, or None."""
+        tree = self._tree()
+        used = 0
+        for process in tree:
+            try:
+                used += process.memory_info().rss
+            except psutil.Error:
+                pass
+        if used > self.limits.memory_mb * 2**20:
+            return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
+                    "stopped")
+        if len(tree) > self.limits.max_processes:
+            return (f"the kernel started more than {self.limits.max_processes} processes and "
+                    "was stopped")
+        return None
+
     def _watch(self) -> None:
-        limit = self.limits.memory_mb * 2**20
         while not self._stop_watch.wait(0.05):
-            tree = self._tree()
-            if not tree:
+            if not self._tree():
                 return
-            used = 0
-            for process in tree:
-                try:
-                    used += process.memory_info().rss
-                except psutil.Error:
-                    pass
-            if used > limit:
-                self.killed_for = (f"the kernel used more than {self.limits.memory_mb} MB of "
-                                   "memory and was stopped")
-            elif len(tree) > self.limits.max_processes:
-                self.killed_for = (f"the kernel started more than {self.limits.max_processes}"
-                                   " processes and was stopped")
-            if self.killed_for:
+            reason = self._over_limits()
+            if reason:
+                self.killed_for = reason
                 self._kill_tree()
                 return
 
     def interrupt(self) -> None:
+        """SIGINT to the kernel itself (not to bubblewrap, whose death ends the sandbox)."""
         for process in self._tree():
             try:
-                if "autograder.kernel" in " ".join(process.cmdline()) and \
-                        process is not self._process() or not self.use_sandbox:
+                if any("autograder.kernel" == part for part in process.cmdline()) and \
+                        not process.name().startswith("bwrap"):
                     process.send_signal(signal.SIGINT)
-                    if not self.use_sandbox:
-                        return
             except psutil.Error:
                 pass
 
@@ -220,7 +226,7 @@ class KernelSession:
                 if interrupted_at is None and now > deadline:
                     interrupted_at = now
                     self.interrupt()
-                elif interrupted_at is not None and now > interrupted_at + 10:
+                elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
                     self._kill_tree()
                     result.status = "died"
                     result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
@@ -262,7 +268,12 @@ class KernelSession:
             result.reply = reply["content"]
         except queue.Empty:
             result.reply = {}
-        if interrupted_at is not None:
+        reason = self._over_limits()  # what the cell left behind is the cell's doing
+        if reason:
+            self.killed_for = reason
+            self._kill_tree()
+            result.status, result.reason = "died", reason
+        elif interrupted_at is not None:
             result.status = "timeout"
         elif result.reply.get("status") == "error" or any(
                 o.get("output_type") == "error" for o in result.outputs):

@@ -38,7 +38,8 @@ class Result:
     @property
     def failed(self) -> bool:
         return bool(self.fatal) or any(
-            n.startswith(("the kernel", "cell", "a cell")) for n in self.notes)
+            n.startswith(("the kernel", "cell", "a cell", "test ", "before "))
+            and " raised an error" not in n for n in self.notes)
 
 
 def _assignment_digest(root: Path, assignment: str) -> str:
