@@ -234,6 +234,12 @@ def report(root: Path, out: Path, results: list[Result]) -> str:
              f"{len(results)} submission(s); {len(problems)} could not be run"]
     for r in problems:
         lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
+    tampered = [(r, tampering(r)) for r in results if tampering(r)]
+    if tampered:
+        lines.append(f"{len(tampered)} submission(s) tampered with the grader (undone; "
+                     "their tests ran as written):")
+        for r, notes in tampered:
+            lines.append(f"  {r.student} {r.assignment}: " + "; ".join(n[:160] for n in notes))
     lines += [f"grades:   {out / 'grades.csv'}", f"feedback: {out / 'feedback'}/<student>/"
               "<assignment>.html", f"summary:  {out / 'summary.png'}",
               f"gradebook (nbgrader formgrader works here): {out / 'gradebook.db'}"]

@@ -27,6 +27,8 @@ from jupyter_client import KernelManager
 
 from autograder import sandbox
 
+# Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
+THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 
 
@@ -88,7 +90,7 @@ class KernelSession:
                "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
                "COURSE_GRADE_KEY_FILE": str(key_file),
                "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds)}
-        for name in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
+        for name in THREAD_VARIABLES:
             if os.environ.get(name):
                 env[name] = os.environ[name]
             elif self.limits.threads:

@@ -1,0 +1,148 @@
+"""A hostile class (tests/hostile.py), graded through `course-grade class` and
+`course-grade self`: every kind gets its expected score on every exercise both ways, no
+hidden test reaches a student, tampering is reported, nothing is left running or written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import hostile
+import psutil
+import pytest
+
+from autograder import classgrade, engine, reports, sandbox, selfgrade
+from autograder.notebooks import read_notebook
+from conftest import ROOT, SOLUTIONS
+
+pytestmark = pytest.mark.slow
+LIMITS = {"cell_timeout": 10, "memory_mb": 2048}
+TAMPERING = {"input-transformer", "input-transformer-post", "ast-transformer",
+             "custom-exception-handler", "event-hooks", "helpers-replaced",
+             "modules-replaced", "namespace-rebound", "kernel-patched"}
+
+
+def ours(process) -> bool:
+    try:
+        line = " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+    return ("autograder.kernel" in line or line.startswith("bwrap") or
+            line == f"sleep {hostile.SLEEPER}")
+
+
+def hidden_fragments() -> list[str]:
+    """Lines of the hidden tests of 01 long enough to be a quote and found nowhere a student
+    may see them anyway (the release notebook, the answers)."""
+    solution = read_notebook(SOLUTIONS / hostile.A / "autodiff.ipynb")
+    seen = "\n".join(c.source for c in read_notebook(
+        ROOT / "notebooks" / hostile.A / "autodiff.ipynb").cells)
+    seen += "\n".join(c.source for c in solution.cells
+                      if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    fragments = []
+    for cell in solution.cells:
+        for block in engine.hidden_parts(cell.source):
+            fragments += [line.strip() for line in block.splitlines()
+                          if len(line.strip()) >= 30 and line.strip() not in seen]
+    assert len(fragments) > 10
+    return fragments
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    if not sandbox.available()[0]:
+        pytest.fail("the sandbox is not available: " + sandbox.available()[1])
+    before = {p.pid for p in psutil.process_iter() if ours(p)}
+    tmp = tmp_path_factory.mktemp("hostile")
+    expected = hostile.build(ROOT, tmp / "submitted")
+    out = tmp / "out"
+    settings = classgrade.Settings(workers=2, force=True, **LIMITS)
+    results = {r.student: r for r in classgrade.grade_class(
+        ROOT, tmp / "submitted", out, [hostile.A], settings, log=lambda _: None)}
+    summary = classgrade.report(ROOT, out, list(results.values()))
+    cache = tmp / "cache"
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+
+    def self_grade(student):
+        path = tmp / "submitted" / student / hostile.A / "autodiff.ipynb"
+        assignment, exercise_reports, seconds, notes = selfgrade.grade(
+            path, ROOT, settings=engine.Settings(**LIMITS))
+        text = selfgrade.format_report(path, assignment, exercise_reports, seconds, notes)
+        return student, ({r.name: r.score for r in exercise_reports if not r.manual}, text)
+
+    try:
+        selfgrade.grade(tmp / "submitted" / "perfect" / hostile.A / "autodiff.ipynb", ROOT,
+                        settings=engine.Settings(**LIMITS))  # fills the cache once
+        with ThreadPoolExecutor(2) as pool:
+            selves = dict(pool.map(self_grade, sorted(expected)))
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+    left = [p for p in psutil.process_iter() if ours(p) and p.pid not in before]
+    yield {"expected": expected, "results": results, "out": out, "summary": summary,
+           "selves": selves, "left": left}
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_class_has_enough_kinds():
+    assert len(hostile.KINDS) >= 25
+
+
+def test_class_grading_scores_each_kind_as_expected(graded):
+    layout = reports.Layout({hostile.A: read_notebook(
+        graded["out"] / "notebooks" / hostile.A / "autodiff.ipynb")})
+    wrong = {}
+    for student, want in graded["expected"].items():
+        result = graded["results"][student]
+        got = {ex: layout.exercise_score(result, ex)[0] for ex in hostile.EXERCISES}
+        if got != want:
+            wrong[student] = (got, want, result.notes[:4])
+    assert not wrong, wrong
+
+
+def test_self_grading_scores_each_kind_as_class_grading_does(graded):
+    wrong = {s: (graded["selves"][s][0], want) for s, want in graded["expected"].items()
+             if graded["selves"][s][0] != want}
+    assert not wrong, wrong
+
+
+def test_no_hidden_test_reaches_a_student(graded):
+    fragments = hidden_fragments()
+    shown = [text for _, text in graded["selves"].values()]
+    shown += [p.read_text(errors="replace") for p in (graded["out"] / "feedback").rglob("*.html")]
+    shown.append((graded["out"] / "grades.csv").read_text())
+    for result in graded["results"].values():
+        shown += [c["message"] for c in result.cells.values()] + list(result.notes)
+    leaks = [f for f in fragments if any(f in text for text in shown)]
+    assert not leaks, leaks[:5]
+    # the leaking kinds did try: their messages were cut where they quoted a hidden test
+    leak = graded["results"]["reads-the-tests"]
+    assert any("cut by the grader" in c["message"] for c in leak.cells.values())
+
+
+def test_tampering_is_reported_with_the_student(graded):
+    for student in TAMPERING:
+        assert classgrade.tampering(graded["results"][student]), student
+        assert student in graded["summary"].split("tampered with the grader")[-1], student
+    assert not classgrade.tampering(graded["results"]["perfect"])
+
+
+def test_crashes_and_cells_that_raised_are_named(graded):
+    results = graded["results"]
+    assert any("memory" in n for n in results["memory-in-a-test"].notes)
+    assert any("did not stop when interrupted" in n for n in results["ignores-interrupts"].notes)
+    assert any("processes" in n for n in results["fork-many"].notes)
+    assert any("ConnectionRefusedError" in n or "OSError" in n for n in results["network"].notes)
+    assert "No space left" in graded["selves"]["fills-the-disk"][1]
+    assert "raised an error" in graded["selves"]["network"][1]
+
+
+def test_nothing_is_left_running_or_written_outside_the_sandbox(graded):
+    assert not graded["left"], [" ".join(p.cmdline()) for p in graded["left"]]
+    for folder in (Path.home(), Path("/tmp"), Path("/var/tmp"), ROOT, Path("/root")):
+        assert not (folder / hostile.MARKER).exists(), folder
