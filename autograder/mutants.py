@@ -1,4 +1,6 @@
-"""Prove the tests: grade plausible wrong answers and other correct ones with nbgrader.
+"""Prove the tests: grade plausible wrong answers and other correct ones with the grading
+engine (autograder.engine: nbgrader's autograde, the kernel in the sandbox), the engine
+`course-grade class` and `course-grade self` use.
 
 For an answer cell with grade id X, `tests/mutants/<assignment>/X/` holds
 replacement sources for that cell:
@@ -164,6 +166,27 @@ class Verdict:
         return text
 
 
+def callees_of(graded_exercises: dict) -> dict[str, set[str]]:
+    """Exercise -> the other exercises its solution calls."""
+    return {name: {other for other in graded_exercises if other != name and
+                   re.search(rf"\b{re.escape(other)}\s*\(", info.answer_source)}
+            for name, info in graded_exercises.items()}
+
+
+def submissions(release, solution, mutants: dict[str, list[Mutant]],
+                callees: dict[str, set[str]]):
+    """The harness's submissions (student -> notebook) and the mutants each carries."""
+    built = {BLANK: build_submission(release, solution, None),
+             PERFECT: build_submission(release, solution, {})}
+    carried: dict[str, dict[str, Mutant]] = {BLANK: {}, PERFECT: {}}
+    for k, chosen in enumerate(plan(mutants, callees), start=1):
+        student = f"mutants{k:02d}"
+        replacements = {ex: m.source() for ex, m in chosen.items()}
+        built[student] = build_submission(release, solution, replacements)
+        carried[student] = chosen
+    return built, carried
+
+
 def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = None,
         log=print) -> list[Verdict]:
     """Grade the blank, perfect and mutant submissions of one assignment; one verdict each."""
@@ -178,24 +201,16 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
     if unknown:
         raise ValueError(f"{mutants_dir}: no answer cell has grade id {', '.join(unknown)}")
 
-    callees = {name: {other for other in graded_exercises if other != name and
-                      re.search(rf"\b{re.escape(other)}\s*\(", info.answer_source)}
-               for name, info in graded_exercises.items()}
+    callees = callees_of(graded_exercises)
 
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
         base = grading.prepare(root, assignment, Path(tmp) / "prep")
         release = grading.release_notebook(base, assignment, name)
-        submissions = {BLANK: {name: build_submission(release, solution, None)},
-                       PERFECT: {name: build_submission(release, solution, {})}}
-        carried: dict[str, dict[str, Mutant]] = {BLANK: {}, PERFECT: {}}
-        for k, chosen in enumerate(plan(mutants, callees), start=1):
-            student = f"mutants{k:02d}"
-            replacements = {ex: m.source() for ex, m in chosen.items()}
-            submissions[student] = {name: build_submission(release, solution, replacements)}
-            carried[student] = chosen
-        results = grading.autograde(root, assignment, submissions, workers=workers,
+        built, carried = submissions(release, solution, mutants, callees)
+        submissions_ = {student: {name: nb} for student, nb in built.items()}
+        results = grading.autograde(root, assignment, submissions_, workers=workers,
                                     work=Path(tmp) / "grade", log=log)
 
     verdicts = []

@@ -288,12 +288,38 @@ def check_same_slices(actual, expected: tf.IndexedSlices, atol: float = 1e-6,
     check_dtype(actual.indices, expected.indices.dtype, name=f"{name}.indices", hint=hint)
 
 
+def _plain(value, name: str, hint: str | None):
+    """`value` as built-in Python values only (numbers, strings, lists, tuples, dicts, None),
+    so that no object of the code under test decides what `==` means."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, (np.generic,)):
+        return value.item()
+    if isinstance(value, (np.ndarray, tf.Tensor, tf.Variable)):
+        return _plain(as_numpy(value, name).tolist(), name, hint)
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v, name, hint) for v in list.__iter__(value)] \
+            if isinstance(value, list) else [_plain(v, name, hint) for v in tuple.__iter__(value)]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {_plain(k, name, hint): _plain(v, name, hint) for k, v in dict.items(value)}
+    if isinstance(value, (bool, int, float, str)):  # a subclass: its plain value
+        base = next(t for t in (bool, int, float, str) if isinstance(value, t))
+        return base(value) if base is not str else str.__str__(value)
+    _fail(f"{name} holds a {type(value).__name__}, where plain values (numbers, strings, "
+          "lists, tuples, dicts) were expected.", hint)
+
+
 def check_equal(actual, expected, name: str = "result", hint: str | None = None) -> None:
     """`actual == expected` for plain values (strings, lists, tuples, dicts, numbers).
 
-    Lists and tuples are compared item by item (the first difference is named);
-    dicts key by key (missing, extra and different keys are listed).
+    Both sides are first turned into built-in values (see `_plain`), so an object that
+    says it equals anything does not pass. Lists and tuples are compared item by item (the
+    first difference is named); dicts key by key (missing, extra and different keys are
+    listed).
     """
+    actual = _plain(actual, name, hint)
+    expected = _plain(expected, "expected", hint)
     if isinstance(expected, dict) and isinstance(actual, dict):
         missing = [k for k in expected if k not in actual]
         extra = [k for k in actual if k not in expected]
@@ -319,5 +345,6 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
             _fail(f"{name} has {len(actual)} items; expected {len(expected)}: got "
                   f"{actual!r:.300}, expected {expected!r:.300}.", hint)
         return
-    if actual != expected:
+    if actual != expected or type(actual) is not type(expected) and not (
+            isinstance(actual, (int, float)) and isinstance(expected, (int, float))):
         _fail(f"{name} is {actual!r:.300}; expected {expected!r:.300}.", hint)

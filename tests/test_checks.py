@@ -146,3 +146,26 @@ def test_plots_loss_curves_marks_divergence():
     ax = plots.loss_curves({"fine": [3, 2, 1], "diverges": [1, 10, np.inf, np.nan]})
     assert [line.get_label() for line in ax.get_lines()][:1] == ["fine"]
     assert any("diverged" in text.get_text() for text in ax.texts)
+
+
+def test_check_equal_is_not_fooled_by_an_object_that_equals_anything():
+    class Always(list):
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+    class Weird:
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(checks.CheckFailed):
+        checks.check_equal(Always([1, 2]), [1, 4])
+    with pytest.raises(checks.CheckFailed, match="plain values"):
+        checks.check_equal(Weird(), 3)
+    with pytest.raises(checks.CheckFailed):
+        checks.check_equal({"a": Weird()}, {"a": 1})
+    checks.check_equal(Always([1, 4]), [1, 4])  # a list subclass with the right items passes
+    checks.check_equal(np.int64(3), 3)
+    checks.check_equal((2, 2), [2, 2])

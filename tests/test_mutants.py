@@ -1,10 +1,19 @@
-"""Prove the tests: real nbgrader autograding rejects the wrong answers, accepts the others."""
+"""Prove the tests: the grading engine (nbgrader's autograde in the sandbox) rejects the wrong
+answers and accepts the others, and class grading gives every one of those notebooks the
+same scores."""
+
+import functools
 
 import pytest
 
-from autograder import mutants
-from autograder.notebooks import exercises, read_notebook
+from autograder import classgrade, course, mutants, reports
+from autograder.notebooks import exercises, read_notebook, write_notebook
 from conftest import MUTANTS, ROOT, assignments, solution_paths
+
+
+@functools.cache
+def graded(assignment):
+    return mutants.run(ROOT, assignment, MUTANTS / assignment, log=print)
 
 
 @pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
@@ -41,7 +50,7 @@ def test_plan_keeps_a_wrong_caller_away_from_a_wrong_callee():
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", [a for a in assignments() if (MUTANTS / a).is_dir()])
 def test_mutants_are_graded_as_expected(assignment):
-    verdicts = mutants.run(ROOT, assignment, MUTANTS / assignment, log=print)
+    verdicts = graded(assignment)
     bad = [v.describe() for v in verdicts if not v.ok]
     assert not bad, "\n".join(bad)
     perfect = [v for v in verdicts if v.student == mutants.PERFECT]
@@ -49,7 +58,32 @@ def test_mutants_are_graded_as_expected(assignment):
     assert perfect and all(v.score == v.max_score > 0 for v in perfect)
     assert blank and sum(v.score for v in blank) == 0
     # every wrong mutant was graded, on its own exercise
-    graded = {v.mutant.label for v in verdicts
+    judged = {v.mutant.label for v in verdicts
               if v.mutant is not None and v.mutant.exercise == v.exercise and v.judged}
     expected = {m.label for ms in mutants.discover(MUTANTS / assignment).values() for m in ms}
-    assert graded == expected
+    assert judged == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ["01-autodiff", "03-sparse-updates"])
+def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, tmp_path):
+    """One engine: the blank, perfect and mutant notebooks score the same per exercise
+    through `course-grade class` as through the harness (the self-grading path)."""
+    verdicts = graded(assignment)
+    solution_path = course.solution_notebooks(ROOT, assignment)[0]
+    solution = read_notebook(solution_path)
+    release = read_notebook(ROOT / "notebooks" / assignment / solution_path.name)
+    found = mutants.discover(MUTANTS / assignment)
+    built, _ = mutants.submissions(release, solution, found,
+                                   mutants.callees_of(exercises(solution)))
+    for student, nb in built.items():
+        write_notebook(nb, tmp_path / "in" / student / assignment / solution_path.name)
+    results = classgrade.grade_class(ROOT, tmp_path / "in", tmp_path / "out", [assignment],
+                                     classgrade.Settings(workers=2), log=lambda _: None)
+    layout = reports.Layout({assignment: release})
+    by_class = {(r.student, ex): layout.exercise_score(r, ex)[0]
+                for r in results for ex in exercises(solution)}
+    by_harness = {(v.student, v.exercise): v.score for v in verdicts}
+    assert by_class == by_harness
+    assert len(by_class) == len(built) * len(exercises(solution))
+
