@@ -21,9 +21,17 @@ PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install lab test release points mutants doctor demo clean
+.PHONY: install system system-test lab test release points mutants doctor demo clean
 
 install: $(STAMP)
+
+# Debian packages: bubblewrap is the grading sandbox (self-grading and class grading),
+# chromium the browser of the browser tests. Installed when missing and running as root.
+system:
+	@scripts/system-packages.sh bwrap:bubblewrap
+
+system-test:
+	@scripts/system-packages.sh bwrap:bubblewrap chromium:chromium
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No python3 found: install Python 3.11 first."; exit 1; }
@@ -32,11 +40,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
-lab: $(STAMP)
+lab: $(STAMP) system
 	@$(BIN)/course doctor
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) system-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 release: $(STAMP)
@@ -51,7 +59,7 @@ doctor: $(STAMP)
 mutants: $(STAMP)
 	@for dir in tests/mutants/*/; do $(BIN)/course mutants $$(basename $$dir) || exit 1; done
 
-demo: $(STAMP)
+demo: $(STAMP) system
 	$(BIN)/course-grade demo
 
 clean:

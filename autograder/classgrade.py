@@ -67,7 +67,8 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
                 settings: Settings | None = None, log=print) -> list[Result]:
     """Grade every submission in `source` into `out`; returns every result `out` holds."""
     settings = settings or Settings()
-    for name in ("workers", "cell_timeout", "memory_mb", "max_output_kb", "kernel_threads"):
+    for name in ("workers", "cell_timeout", "memory_mb", "max_output_kb", "kernel_threads",
+                 "cpu_seconds"):
         value = getattr(settings, name)
         if value is not None and value < 1:
             option = "--" + name.replace("_", "-")

@@ -49,6 +49,11 @@ def cmd_doctor(args) -> int:
                 read_notebook(path)
             except CourseError as error:
                 found.append(str(error))
+    from autograder import sandbox
+
+    ok, why = sandbox.available()
+    if not ok:  # grading still works, unsandboxed: a note, not a problem
+        print(f"note: grading runs without its sandbox here, since {why}.")
     for problem in found:
         print(f"problem: {problem}")
     if not found:
@@ -165,6 +170,11 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
     p.add_argument("--kernel-threads", type=int, default=None,
                    help="CPU threads for TensorFlow's ops in each kernel (default: cores / "
                         "workers; TF_NUM_INTRAOP_THREADS or OMP_NUM_THREADS set already win)")
+    p.add_argument("--cpu-seconds", type=int, default=3600,
+                   help="CPU time a submission's kernel may use (default 3600)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="grade without the sandbox where it cannot be had (student code then "
+                        "runs as you, with your files: only for code you trust)")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions that have not changed since the last run")
     p.add_argument("--keep-logs", action="store_true",
@@ -177,7 +187,8 @@ def _settings(args):
     return Settings(workers=args.workers, cell_timeout=args.cell_timeout,
                     memory_mb=args.memory_mb, max_output_kb=args.max_output_kb,
                     force=args.force, keep_logs=args.keep_logs,
-                    kernel_threads=args.kernel_threads)
+                    kernel_threads=args.kernel_threads, cpu_seconds=args.cpu_seconds,
+                    no_sandbox=args.no_sandbox)
 
 
 def cmd_grade_class(args) -> int:

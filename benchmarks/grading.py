@@ -4,7 +4,9 @@ Builds a class of --students students for each assignment (default: 01 to 03, 8 
 24 submissions: perfect, blank, partial and typical mistakes from tests/mutants), then
 times, in one run:
 
-- course-grade: `autograder.classgrade.grade_class` with --workers (default: every core);
+- course-grade: `autograder.classgrade.grade_class` with --workers (default: every core),
+  each kernel in the sandbox (bubblewrap);
+- course-grade --no-sandbox: the same, the kernels run plainly, for the sandbox's cost;
 - nbgrader: plain sequential `nbgrader autograde ASSIGNMENT` over the same submissions,
   one command per assignment, in a course folder prepared beforehand (not timed);
 - bare: each submission executed with nbclient, one after another, no grading at all;
@@ -76,11 +78,11 @@ def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
 
 
 def time_course_grade(folder: Path, assignments: list[str], out: Path,
-                      workers: int | None) -> tuple[float, list]:
+                      workers: int | None, sandboxed: bool = True) -> tuple[float, list]:
     classgrade.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
     started = time.monotonic()
-    results = classgrade.grade_class(ROOT, folder, out, assignments,
-                                     classgrade.Settings(workers=workers, force=True),
+    settings = classgrade.Settings(workers=workers, force=True, no_sandbox=not sandboxed)
+    results = classgrade.grade_class(ROOT, folder, out, assignments, settings,
                                      log=lambda line: None)
     return time.monotonic() - started, results
 
@@ -113,6 +115,10 @@ def main() -> int:
         print(f"course-grade, default workers ({workers}, {threads} thread(s) per kernel) ...",
               flush=True)
         ours, results = time_course_grade(folder, args.assignments, work / "out", workers)
+        print("course-grade --no-sandbox, same workers ...", flush=True)
+        plain, plain_results = time_course_grade(folder, args.assignments, work / "out-plain",
+                                                 workers, sandboxed=False)
+        sandbox_cost = (ours - plain) / plain
         print("plain sequential nbgrader autograde ...", flush=True)
         theirs = time_nbgrader(folder, args.assignments, work)
         print("bare execution of each notebook ...", flush=True)
@@ -124,13 +130,14 @@ def main() -> int:
             one, _ = time_course_grade(folder, args.assignments, work / "out1", 1)
         overhead = None if one is None else (one - bare_total) / bare_total
         rows = [
-            ("course-grade", workers, ours, ours / n, theirs / ours),
+            ("course-grade (sandboxed)", workers, ours, ours / n, theirs / ours),
+            ("course-grade --no-sandbox", workers, plain, plain / n, theirs / plain),
             ("nbgrader autograde, sequential", 1, theirs, theirs / n, 1.0),
             ("bare execution (nbclient), sequential", 1, bare_total, bare_total / n,
              theirs / bare_total),
         ]
         if one is not None:
-            rows.append(("course-grade", 1, one, one / n, theirs / one))
+            rows.append(("course-grade (sandboxed)", 1, one, one / n, theirs / one))
         print()
         print(f"{'how':40s} {'workers':>7s} {'wall s':>8s} {'s/subm.':>8s} "
               f"{'speed vs nbgrader':>18s}")
@@ -139,6 +146,10 @@ def main() -> int:
         print()
         print(f"course-grade is {theirs / ours:.2f} times as fast as sequential nbgrader "
               f"(target: at least 1.8)")
+        print(f"the sandbox costs {100 * sandbox_cost:+.1f} % wall time against the same run "
+              f"without it (target: under 10 %)")
+        same = sorted(r.score for r in plain_results) == sorted(r.score for r in results)
+        print(f"the same scores with and without the sandbox: {same}")
         if overhead is not None:
             print(f"overhead per submission above bare execution, one worker: "
                   f"{100 * overhead:.1f} % (target: under 20 %)")
@@ -147,7 +158,9 @@ def main() -> int:
             "submissions": n, "students": args.students, "assignments": args.assignments,
             "cores": os.cpu_count(), "workers": workers, "kernel_threads": threads,
             "python": platform.python_version(),
-            "course_grade_s": ours, "nbgrader_sequential_s": theirs, "bare_s": bare_total,
+            "course_grade_s": ours, "course_grade_no_sandbox_s": plain,
+            "sandbox_cost": sandbox_cost, "same_scores_without_sandbox": same,
+            "nbgrader_sequential_s": theirs, "bare_s": bare_total,
             "course_grade_one_worker_s": one, "speedup_vs_nbgrader": theirs / ours,
             "overhead_vs_bare": overhead, "scores": scores, "bare_per_notebook_s": bare,
         }

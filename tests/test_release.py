@@ -107,3 +107,12 @@ def test_setup_keeps_tensorflow_logs_out_of_test_cells(path):
     assert "tf.config.list_logical_devices()" in first_code.source
     assert first_code.source.index("TF_CPP_MIN_LOG_LEVEL") < first_code.source.index(
         "import tensorflow")
+
+
+@pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
+def test_test_cells_are_plain_python(path):
+    """The grading kernel runs test cells with Python's own compiler, not IPython's: no
+    magics, no shell escapes, no top-level await."""
+    for cell in read_notebook(path).cells:
+        if is_test(cell):
+            compile(cell.source, grade_id(cell), "exec")
