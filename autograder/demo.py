@@ -235,17 +235,25 @@ def tampers(c: Course):
 
 def snoops(c: Course):
     probe = (
-        "from pathlib import Path\n"
+        "import os\n"
         "marker = 'BEGIN ' + 'SOLUTION'  # not spelled out, or this cell would find itself\n"
+        "# notebooks, gradebooks and JSON: where solutions and hidden tests are kept\n"
         "found = []\n"
-        "for folder in [Path.cwd(), *list(Path.cwd().parents)[:4]]:\n"
-        "    for path in folder.rglob('*'):\n"
-        "        try:\n"
-        "            if path.is_file() and path.stat().st_size < 5_000_000 and\\\n"
-        "                    marker in path.read_text(errors='ignore'):\n"
-        "                found.append(str(path))\n"
-        "        except OSError:\n"
-        "            pass\n"
+        "here = os.getcwd()\n"
+        "places = [here, os.path.dirname(here), os.path.dirname(os.path.dirname(here)),\n"
+        "          os.path.expanduser('~'), '/tmp', '/work', '/home']\n"
+        "for top in places:\n"
+        "    for folder, dirs, files in os.walk(top):\n"
+        "        skip = ('.venv', '.pyenv', 'proc', 'usr', 'dev')\n"
+        "        dirs[:] = [d for d in dirs if d not in skip]\n"
+        "        for name in files:\n"
+        "            path = os.path.join(folder, name)\n"
+        "            try:\n"
+        "                if name.endswith(('.ipynb', '.db', '.json')) and \\\n"
+        "                        marker in open(path, errors='ignore').read():\n"
+        "                    found.append(path)\n"
+        "            except OSError:\n"
+        "                pass\n"
         "print('solutions found near the notebook:', len(found), found[:3])")
     nb = _insert_after(c.release, next(iter(c.exercises)), probe)
     return (_bytes(nb), 0.0, None,
