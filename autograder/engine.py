@@ -132,14 +132,15 @@ def config(course_dir: Path, settings: Settings, imports: str):
 
 
 def worker_course(base: Path, into: Path, root: Path) -> Path:
-    """A private copy of the course folder `base`: no solution or release notebook, no
-    other student's results, its own gradebook."""
+    """A private copy of the course folder `base` with what nbgrader's autograde needs: the
+    gradebook (its students removed) and the assignments' source folders without their
+    notebooks; no solution, release, submission or result."""
     course_dir = into / "course"
-    shutil.copytree(base, course_dir, ignore=shutil.ignore_patterns(
-        "results", "feedback", "autograded", "submitted", "*.png", "*.csv", "*.log"))
-    for notebook in (course_dir / course.SOURCE_DIR).rglob("*.ipynb"):
-        notebook.unlink()
-    shutil.rmtree(course_dir / course.RELEASE_DIR, ignore_errors=True)
+    course_dir.mkdir(parents=True)
+    shutil.copy2(base / "gradebook.db", course_dir / "gradebook.db")
+    if (base / course.SOURCE_DIR).is_dir():
+        shutil.copytree(base / course.SOURCE_DIR, course_dir / course.SOURCE_DIR,
+                        ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
     course.write_config(root, course_dir)
     from nbgrader.api import Gradebook
 

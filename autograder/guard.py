@@ -219,9 +219,15 @@ def install(key: bytes, shell=None):
         frame = getframe(2)
         return frame.f_code is runner_code and frame.f_locals.get("_o") is original
 
+    watched = refused_always | refused_in_tests | {
+        "function.__new__", "object.__setattr__", "open", ENTER_EVENT, LEAVE_EVENT, SIGN_EVENT}
+
     def hook(event, args):
-        if event in refused_always or (state[0] and (
-                event in refused_in_tests or event.startswith("ctypes."))):
+        if event not in watched:  # the common case, kept cheap: most events pass here
+            if state[0] and event.startswith("ctypes."):
+                raise RuntimeError(f"course-grade: {event} is not allowed while grading")
+            return
+        if event in refused_always or (state[0] and event in refused_in_tests):
             raise RuntimeError(f"course-grade: {event} is not allowed while grading")
         if event == "function.__new__" and args and args[0] is runner_code:
             raise RuntimeError("course-grade: the grader's runner cannot be copied")

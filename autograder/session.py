@@ -88,6 +88,8 @@ class KernelSession:
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
+               # as nbgrader's own executor says: notebooks train briefly when graded
+               "NBGRADER_EXECUTION": "autograde",
                "COURSE_GRADE_KEY_FILE": str(key_file),
                "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds)}
         for name in THREAD_VARIABLES:

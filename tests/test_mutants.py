@@ -6,8 +6,15 @@ import functools
 
 import pytest
 
-from autograder import classgrade, course, mutants, reports
-from autograder.notebooks import exercises, read_notebook, write_notebook
+from autograder import classgrade, course, grading, mutants, reports
+from autograder.notebooks import (
+    exercises,
+    grade_id,
+    is_answer,
+    read_notebook,
+    strip_solution_markers,
+    write_notebook,
+)
 from conftest import MUTANTS, ROOT, assignments, solution_paths
 
 
@@ -76,6 +83,17 @@ def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, t
     found = mutants.discover(MUTANTS / assignment)
     built, _ = mutants.submissions(release, solution, found,
                                    mutants.callees_of(exercises(solution)))
+    # and a partial notebook: the first half of the answers
+    names = list(exercises(solution))[: len(exercises(solution)) // 2]
+    answers = {c.metadata.nbgrader["grade_id"]: strip_solution_markers(c.source)
+               for c in solution.cells if is_answer(c) and grade_id(c) in names}
+    partial = mutants.build_submission(release, solution, None)
+    for cell in partial.cells:
+        if is_answer(cell) and grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)]
+    by_self = grading.autograde(ROOT, assignment, {"partial": {solution_path.name: partial}},
+                                workers=1, log=lambda *_: None)["partial"][solution_path.name]
+    built["partial"] = partial
     for student, nb in built.items():
         write_notebook(nb, tmp_path / "in" / student / assignment / solution_path.name)
     results = classgrade.grade_class(ROOT, tmp_path / "in", tmp_path / "out", [assignment],
@@ -84,6 +102,10 @@ def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, t
     by_class = {(r.student, ex): layout.exercise_score(r, ex)[0]
                 for r in results for ex in exercises(solution)}
     by_harness = {(v.student, v.exercise): v.score for v in verdicts}
+    for exercise, info in exercises(solution).items():
+        by_harness[("partial", exercise)] = sum(c.score for c in by_self.tests_of(info).values())
     assert by_class == by_harness
+    assert 0 < sum(v for (s, _), v in by_class.items() if s == "partial") < \
+        sum(v for (s, _), v in by_class.items() if s == mutants.PERFECT)
     assert len(by_class) == len(built) * len(exercises(solution))
 

@@ -158,3 +158,16 @@ def test_identify_finds_the_assignment_of_a_release_notebook():
 def test_every_notebook_ends_with_the_grade_button(path):
     last = read_notebook(path).cells[-1]
     assert last.cell_type == "code" and f'grade_button("{path.name}")' in last.source
+
+
+@pytest.mark.slow
+def test_without_a_sandbox_self_grading_warns_and_grades(tmp_path, monkeypatch):
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "available", lambda: (False, "bubblewrap is not installed"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = learner_copy(tmp_path, "complete", {})
+    said = []
+    assignment, reports_, _, _ = selfgrade.grade(path, ROOT, warn=said.append)
+    assert len(said) == 1 and "without a sandbox" in said[0] and "bubblewrap" in said[0]
+    assert all(r.score == r.max_score for r in reports_ if not r.manual)
