@@ -78,6 +78,8 @@ def _squash(text: str) -> tuple[str, list[int]]:
 def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
     """`message` cut where it quotes a hidden test (QUOTE characters in a row, whitespace
     ignored), and at `limit` characters, each cut said."""
+    longer = len(message) > limit
+    message = message[:limit]  # only what could be shown is searched
     squashed, where = _squash(message)
     secret = "\n".join(_squash(h)[0] for h in hidden)
     cut = None
@@ -88,8 +90,8 @@ def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
                 break
     if cut is not None:
         return message[:cut].rstrip() + " [cut by the grader: the message quoted a hidden test]"
-    if len(message) > limit:
-        return message[:limit].rstrip() + f" [cut by the grader at {limit} characters]"
+    if longer:
+        return message.rstrip() + f" [cut by the grader at {limit} characters]"
     return message
 
 

@@ -30,7 +30,7 @@ from autograder.notebooks import grade_id, is_test
 from autograder.session import KernelSession, Limits
 
 FINDINGS = "course_grade"
-MAX_RESTARTS = 4
+MAX_RESTARTS = 5  # fresh kernels per notebook, each rebuilding the state
 
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
