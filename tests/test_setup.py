@@ -24,9 +24,14 @@ def test_readme_opens_with_exactly_two_commands():
 
 def test_makefile_targets_create_the_venv_and_run_what_the_readme_says():
     makefile = (ROOT / "Makefile").read_text()
-    lab = r"^lab: \$\(STAMP\)\n(\t.*\n)*\t\$\(BIN\)/jupyter lab --notebook-dir=notebooks"
+    lab = r"^lab: \$\(STAMP\) system\n(\t.*\n)*\t\$\(BIN\)/jupyter lab --notebook-dir=notebooks"
     assert re.search(lab, makefile, re.M)
-    assert re.search(r"^test: \$\(STAMP\)\n\t\$\(BIN\)/python -m pytest", makefile, re.M)
+    assert re.search(r"^test: \$\(STAMP\) system-test\n\t\$\(BIN\)/python -m pytest", makefile,
+                     re.M)
+    # the system packages: the sandbox for both, the browser for the tests
+    assert re.search(r"^system:\n\t@scripts/system-packages.sh bwrap:bubblewrap$", makefile, re.M)
+    assert re.search(r"^system-test:\n\t@scripts/system-packages.sh bwrap:bubblewrap "
+                     r"chromium:chromium$", makefile, re.M)
     assert re.search(r"^\$\(STAMP\): pyproject.toml\n(\t.*\n)*\t.*-m venv", makefile, re.M)
 
 
