@@ -5,9 +5,9 @@ grades each job (student, assignment, notebook text) in a worker process holding
 private copy of the course folder (its gradebook, no solution notebook, no other student's
 work), with nbgrader's own autograde: test cells restored from the gradebook (hidden ones
 included), `autograder.executor.SandboxedExecute` to run the cells, nbgrader's scores.
-A worker that dies is replaced and its job tried once more. Results come back as data:
-per test cell its score and its message, every message cut where it quotes a hidden
-test; the findings of the run; the autograded notebook for the instructor.
+A worker that dies is replaced and the jobs it broke are tried once more. Results come
+back as data: per test cell its score and its message, every message cut where it quotes
+a hidden test; the findings of the run; the autograded notebook for the instructor.
 """
 
 from __future__ import annotations
@@ -231,8 +231,8 @@ def run(root: Path, base: Path, jobs: list[Job], settings: Settings, workers: in
     """Grade `jobs` with the generated course folder `base`; key -> result.
 
     `on_result(job, result)` is called in this process as each result arrives (the one
-    writer of anything shared). A worker that dies takes only its job with it: that job is
-    tried once more in a fresh worker, then recorded with the reason.
+    writer of anything shared). A worker that dies breaks its pool: every job not yet
+    finished there is tried once more in a fresh pool, then recorded with the reason.
     """
     workers = max(1, min(workers, len(jobs)))
     workdir = Path(tempfile.mkdtemp(prefix="course-grade-", dir=keep))

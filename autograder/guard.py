@@ -101,7 +101,7 @@ def run_test(source: str, imports: str, nonce: str, namespace: dict, shell=None,
     Only `_o` (the originals taken at start) and the arguments are used: no global name,
     so a notebook that rebinds this module's names changes nothing here.
     """
-    (exec_, compile_, audit, BaseException_, dict_, list_, type_, id_, str_, setattr_,
+    (exec_, compile_, audit, BaseException_, dict_, list_, type_,
      settrace, setprofile, thread_settrace, thread_setprofile, sys_modules, modules_at_start,
      pristine, builtins_module, volatile, hooks_at_start, getattr_) = _o
     found = []
@@ -195,7 +195,7 @@ def run_test(source: str, imports: str, nonce: str, namespace: dict, shell=None,
 
 def originals(shell=None) -> tuple:
     """The tuple `run_test` takes as `_o`; call once, before any student code runs."""
-    return (exec, compile, sys.audit, BaseException, dict, list, type, id, str, setattr,
+    return (exec, compile, sys.audit, BaseException, dict, list, type,
             sys.settrace, sys.setprofile, threading.settrace, threading.setprofile,
             sys.modules, dict(sys.modules), _pristine_modules(), builtins,
             VOLATILE_BUILTINS, _ipython_hooks(shell), getattr)
