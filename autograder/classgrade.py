@@ -7,11 +7,12 @@
    JSON, not a notebook, another assignment's notebook); those score 0 with the reason.
    It converts old notebook formats, puts back deleted test cells, notes edited test cells
    and duplicated grade ids (autograder.intake, autograder.repair).
-2. Worker processes (`--workers`, default: the number of cores) each hold a private copy of
-   the course folder (no solution notebook in it, no other student's work) and grade one
-   submission at a time with nbgrader's own autograde (its gradebook, checksums and
-   preprocessors), executing with `autograder.executor.GuardedExecute`: a per-cell time
-   limit, a memory limit, an output cap, and a dead kernel that does not stop the run.
+2. The grading engine (autograder.engine) grades each submission with nbgrader's own
+   autograde in a private copy of the course folder (no solution notebook in it, no other
+   student's work), running the cells in a sandbox (autograder.executor): per-cell time,
+   memory and output limits, and a dead kernel that does not stop the run. Its worker
+   processes run on this machine (`--workers`, default: the number of cores), or as tasks on
+   a Dask cluster (`--scheduler ADDRESS`, autograder.dask_cluster).
 3. The main process is the one writer of the class gradebook (`OUT/gradebook.db`, nbgrader's
    own): it records each result as it arrives, with the autograded notebook, so nbgrader's
    formgrader and `generate_feedback` work on `OUT` as on any course.
@@ -61,6 +62,7 @@ class Settings:
     kernel_threads: int | None = None  # threads per kernel; default: cores / workers
     cpu_seconds: int = 3600  # CPU time of a kernel
     no_sandbox: bool = False  # the instructor's explicit choice to grade without one
+    scheduler: str | None = None  # a Dask scheduler's address: its workers grade
 
 
 def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | None = None,
@@ -73,7 +75,12 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
         if value is not None and value < 1:
             option = "--" + name.replace("_", "-")
             raise CourseError(f"{option} must be at least 1 (got {value}).")
-    sandboxed = require_sandbox(settings.no_sandbox)
+    if settings.scheduler and settings.workers:
+        raise CourseError("--workers sets how many processes grade on this machine; with "
+                          "--scheduler the cluster's workers grade: leave --workers out.")
+    # on a cluster, each worker's sandbox is checked when connecting
+    sandboxed = not settings.no_sandbox if settings.scheduler else \
+        require_sandbox(settings.no_sandbox)
     out = Path(out).resolve()
     # nbgrader's gradebook calls `alembic` by name: this Python's scripts come first.
     os.environ["PATH"] = course.tool_env()["PATH"]
@@ -81,6 +88,20 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
     if not submissions:
         raise CourseError(f"{source} holds no submission of this course's notebooks.")
     names = sorted({s.assignment for s in submissions})
+    cluster = None
+    if settings.scheduler:  # before anything is written: a bad cluster stops here
+        from autograder.dask_cluster import Cluster
+
+        cluster = Cluster(settings.scheduler, root, names, sandboxed, log=log)
+    try:
+        return _grade(root, out, submissions, names, settings, sandboxed, cluster, log)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str],
+           settings: Settings, sandboxed: bool, cluster, log) -> list[Result]:
     prepare_out(root, out, names, log=log)
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}
@@ -134,11 +155,13 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
             runnable.append((sub, prepared))
     if runnable:
         workers = max(1, min(settings.workers or os.cpu_count() or 1, len(runnable)))
+        # on a cluster, each worker's share of its machine's cores (dask_cluster)
+        threads = settings.kernel_threads or (
+            None if cluster else max(1, (os.cpu_count() or 1) // workers))
         engine_settings = engine.Settings(
             cell_timeout=settings.cell_timeout, memory_mb=settings.memory_mb,
             max_output_kb=settings.max_output_kb, cpu_seconds=settings.cpu_seconds,
-            kernel_threads=settings.kernel_threads or max(1, (os.cpu_count() or 1) // workers),
-            sandbox=sandboxed)
+            kernel_threads=threads, sandbox=sandboxed)
         imports = {a: release_imports(releases[a]) for a in names}
         jobs, by_key = [], {}
         for sub, prepared in runnable:
@@ -146,13 +169,18 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
             by_key[key] = (sub, prepared)
             jobs.append(engine.Job(key, sub.student, sub.assignment, sub.notebook,
                                    nbformat.writes(prepared.notebook), imports[sub.assignment]))
-        keep = Path(tempfile.mkdtemp(prefix="course-grade-logs-")) if settings.keep_logs \
-            else None
-        engine.run(root, out, jobs, engine_settings, workers,
-                   on_result=lambda job, run: progress.done(finish(*by_key[job.key], run)),
-                   keep=keep)
-        if keep is not None:
-            log(f"worker logs kept in {keep}")
+        def on_result(job, run):
+            progress.done(finish(*by_key[job.key], run))
+
+        if cluster is not None:
+            cluster.run(out, jobs, engine_settings, on_result=on_result)
+        else:
+            keep = Path(tempfile.mkdtemp(prefix="course-grade-logs-")) if \
+                settings.keep_logs else None
+            engine.run(root, out, jobs, engine_settings, workers, on_result=on_result,
+                       keep=keep)
+            if keep is not None:
+                log(f"worker logs kept in {keep}")
     log(f"graded {len(todo)} submission(s) in {progress.elapsed():.1f} s")
     return load_results(out)
 

@@ -175,6 +175,9 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox where it cannot be had (student code then "
                         "runs as you, with your files: only for code you trust)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="grade on a Dask cluster: its scheduler's address (tcp://HOST:8786);"
+                        " its workers grade, this machine keeps the gradebook")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions that have not changed since the last run")
     p.add_argument("--keep-logs", action="store_true",
@@ -188,7 +191,7 @@ def _settings(args):
                     memory_mb=args.memory_mb, max_output_kb=args.max_output_kb,
                     force=args.force, keep_logs=args.keep_logs,
                     kernel_threads=args.kernel_threads, cpu_seconds=args.cpu_seconds,
-                    no_sandbox=args.no_sandbox)
+                    no_sandbox=args.no_sandbox, scheduler=args.scheduler)
 
 
 def cmd_grade_class(args) -> int:

@@ -14,7 +14,15 @@ times, in one run:
 
 Prints a table and writes JSON (benchmarks/results/grading.json by default).
 
+With --cluster it compares the ways of running course-grade instead, on the same class:
+this machine's process pool (the default) with 2 and 1 workers, and a Dask cluster on this
+machine (`dask scheduler` and `dask worker --nthreads 1` processes, started before the
+clock runs, as an instructor's cluster is there before grading) with 2 and 1 workers; with
+submissions per hour, the scheduler's cost per submission, and an estimate for 3,000
+submissions on N workers (benchmarks/results/grading-cluster.json).
+
     .venv/bin/python benchmarks/grading.py [--students 8] [--assignments 01-autodiff ...]
+    .venv/bin/python benchmarks/grading.py --cluster
 """
 
 from __future__ import annotations
@@ -78,13 +86,71 @@ def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
 
 
 def time_course_grade(folder: Path, assignments: list[str], out: Path,
-                      workers: int | None, sandboxed: bool = True) -> tuple[float, list]:
+                      workers: int | None, sandboxed: bool = True,
+                      scheduler: str | None = None) -> tuple[float, list]:
     classgrade.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
     started = time.monotonic()
-    settings = classgrade.Settings(workers=workers, force=True, no_sandbox=not sandboxed)
+    settings = classgrade.Settings(workers=None if scheduler else workers, force=True,
+                                   no_sandbox=not sandboxed, scheduler=scheduler)
     results = classgrade.grade_class(ROOT, folder, out, assignments, settings,
                                      log=lambda line: None)
     return time.monotonic() - started, results
+
+
+def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
+                     out: str) -> None:
+    """This machine's pool against a Dask cluster on this machine, 2 and 1 workers."""
+    from autograder.dask_cluster import LocalProcesses
+
+    runs = {}
+    for workers in (2, 1):
+        print(f"course-grade, this machine's pool, {workers} worker(s) ...", flush=True)
+        wall, results = time_course_grade(folder, assignments, work / f"pool{workers}", workers)
+        runs[("pool", workers)] = (wall, results)
+        with LocalProcesses(workers, work / f"cluster{workers}") as cluster:
+            print(f"course-grade --scheduler, {workers} dask worker(s) ...", flush=True)
+            wall, results = time_course_grade(folder, assignments, work / f"dask{workers}",
+                                              workers, scheduler=cluster.address)
+        runs[("dask", workers)] = (wall, results)
+    print()
+    print(f"{'how':44s} {'workers':>7s} {'wall s':>8s} {'s/subm.':>8s} {'subm./hour':>11s} "
+          f"{'scheduler cost / subm.':>23s}")
+    report = {"submissions": n, "assignments": assignments, "cores": os.cpu_count(),
+              "python": platform.python_version(), "runs": []}
+    for workers in (2, 1):
+        pool, _ = runs[("pool", workers)]
+        for way, label in (("pool", "course-grade, this machine's pool"),
+                           ("dask", "course-grade --scheduler (Dask, localhost)")):
+            wall, results = runs[(way, workers)]
+            # the scheduler's extra worker-seconds per submission, as a share of what a
+            # worker of the pool spends on one: (wall - pool) * workers / n / (pool * workers / n)
+            cost = None if way == "pool" else (wall - pool) / pool
+            shown = "" if cost is None else f"{100 * cost:+.1f} %"
+            print(f"{label:44s} {workers:>7d} {wall:>8.1f} {wall / n:>8.2f} "
+                  f"{3600 * n / wall:>11.0f} {shown:>23s}")
+            report["runs"].append({"way": way, "workers": workers, "wall_s": wall,
+                                   "per_submission_s": wall / n,
+                                   "submissions_per_hour": 3600 * n / wall,
+                                   "scheduler_cost": cost,
+                                   "scores": sorted(r.score for r in results)})
+    same = all(sorted(r.score for r in runs[("pool", w)][1])
+               == sorted(r.score for r in runs[("dask", w)][1]) for w in (2, 1))
+    two = next(r for r in report["runs"] if r["way"] == "dask" and r["workers"] == 2)
+    print()
+    print(f"the scheduler costs {100 * two['scheduler_cost']:+.1f} % of a submission's grading"
+          " time with 2 workers (target: under 5 %)")
+    print(f"the same scores on the pool and on the cluster: {same}")
+    per_worker = two["wall_s"] * 2 / n  # seconds one worker spends per submission
+    estimate = {w: 3000 * per_worker / w for w in (2, 8, 32, 128)}
+    print(f"3,000 submissions at {per_worker:.1f} s per submission per worker (one worker per"
+          " core, as here): " + ", ".join(f"{w} workers {s / 3600:.1f} h"
+                                          for w, s in estimate.items()))
+    report.update(same_scores=same, scheduler_cost=two["scheduler_cost"],
+                  seconds_per_submission_per_worker=per_worker,
+                  estimate_3000_s={str(w): s for w, s in estimate.items()})
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(report, indent=1))
+    print(f"wrote {out}")
 
 
 def main() -> int:
@@ -96,8 +162,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--skip-overhead", action="store_true",
                         help="skip the one-worker run (and the overhead figure)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grading.json"))
+    parser.add_argument("--cluster", action="store_true",
+                        help="compare this machine's pool with a Dask cluster instead")
+    parser.add_argument("--out", default=None,
+                        help="the JSON (default: benchmarks/results/grading.json, or "
+                             "grading-cluster.json with --cluster)")
     args = parser.parse_args()
+    results_dir = ROOT / "benchmarks" / "results"
+    args.out = args.out or str(results_dir / ("grading-cluster.json" if args.cluster
+                                              else "grading.json"))
     os.environ["PATH"] = course.tool_env()["PATH"]
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     workers = args.workers or os.cpu_count() or 1
@@ -111,6 +184,9 @@ def main() -> int:
         # gigabyte of libraries from disk; whichever method ran first would pay for it
         print("warm-up: one submission executed bare (not timed) ...", flush=True)
         time_bare(folder, limit=1)
+        if args.cluster:
+            compare_clusters(folder, args.assignments, n, work, args.out)
+            return 0
         threads = max(1, (os.cpu_count() or 1) // workers)
         print(f"course-grade, default workers ({workers}, {threads} thread(s) per kernel) ...",
               flush=True)
