@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -98,26 +99,36 @@ def time_course_grade(folder: Path, assignments: list[str], out: Path,
 
 
 def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
-                     out: str) -> None:
-    """This machine's pool against a Dask cluster on this machine, 2 and 1 workers."""
+                     out: str, repeat: int = 1, worker_counts=(2, 1)) -> None:
+    """This machine's pool against a Dask cluster on this machine, 2 and 1 workers; with
+    `repeat` > 1 the two take turns that many times and the medians are shown."""
     from autograder.dask_cluster import LocalProcesses
 
+    walls: dict = {}
     runs = {}
-    for workers in (2, 1):
-        print(f"course-grade, this machine's pool, {workers} worker(s) ...", flush=True)
-        wall, results = time_course_grade(folder, assignments, work / f"pool{workers}", workers)
-        runs[("pool", workers)] = (wall, results)
-        with LocalProcesses(workers, work / f"cluster{workers}") as cluster:
-            print(f"course-grade --scheduler, {workers} dask worker(s) ...", flush=True)
-            wall, results = time_course_grade(folder, assignments, work / f"dask{workers}",
-                                              workers, scheduler=cluster.address)
-        runs[("dask", workers)] = (wall, results)
+    for turn in range(repeat):
+        for workers in worker_counts:
+            print(f"[{turn + 1}/{repeat}] course-grade, this machine's pool, {workers} "
+                  "worker(s) ...", flush=True)
+            wall, results = time_course_grade(folder, assignments, work / f"pool{workers}",
+                                              workers)
+            walls.setdefault(("pool", workers), []).append(wall)
+            runs[("pool", workers)] = results
+            with LocalProcesses(workers, work / f"cluster{workers}") as cluster:
+                print(f"[{turn + 1}/{repeat}] course-grade --scheduler, {workers} dask "
+                      "worker(s) ...", flush=True)
+                wall, results = time_course_grade(folder, assignments, work / f"dask{workers}",
+                                                  workers, scheduler=cluster.address)
+            walls.setdefault(("dask", workers), []).append(wall)
+            runs[("dask", workers)] = results
+    runs = {key: (statistics.median(walls[key]), results) for key, results in runs.items()}
     print()
     print(f"{'how':44s} {'workers':>7s} {'wall s':>8s} {'s/subm.':>8s} {'subm./hour':>11s} "
           f"{'scheduler cost / subm.':>23s}")
     report = {"submissions": n, "assignments": assignments, "cores": os.cpu_count(),
               "python": platform.python_version(), "runs": []}
-    for workers in (2, 1):
+    report["repeat"] = repeat
+    for workers in worker_counts:
         pool, _ = runs[("pool", workers)]
         for way, label in (("pool", "course-grade, this machine's pool"),
                            ("dask", "course-grade --scheduler (Dask, localhost)")):
@@ -129,12 +140,16 @@ def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
             print(f"{label:44s} {workers:>7d} {wall:>8.1f} {wall / n:>8.2f} "
                   f"{3600 * n / wall:>11.0f} {shown:>23s}")
             report["runs"].append({"way": way, "workers": workers, "wall_s": wall,
+                                   "wall_s_each": walls[(way, workers)],
                                    "per_submission_s": wall / n,
                                    "submissions_per_hour": 3600 * n / wall,
                                    "scheduler_cost": cost,
+                                   # inside the engine, per graded submission (last turn)
+                                   "mean_grade_one_s": statistics.mean(
+                                       [r.seconds for r in results if r.seconds] or [0.0]),
                                    "scores": sorted(r.score for r in results)})
     same = all(sorted(r.score for r in runs[("pool", w)][1])
-               == sorted(r.score for r in runs[("dask", w)][1]) for w in (2, 1))
+               == sorted(r.score for r in runs[("dask", w)][1]) for w in worker_counts)
     two = next(r for r in report["runs"] if r["way"] == "dask" and r["workers"] == 2)
     print()
     print(f"the scheduler costs {100 * two['scheduler_cost']:+.1f} % of a submission's grading"
@@ -164,6 +179,8 @@ def main() -> int:
                         help="skip the one-worker run (and the overhead figure)")
     parser.add_argument("--cluster", action="store_true",
                         help="compare this machine's pool with a Dask cluster instead")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --cluster: turns of each way of running; medians shown")
     parser.add_argument("--out", default=None,
                         help="the JSON (default: benchmarks/results/grading.json, or "
                              "grading-cluster.json with --cluster)")
@@ -185,7 +202,7 @@ def main() -> int:
         print("warm-up: one submission executed bare (not timed) ...", flush=True)
         time_bare(folder, limit=1)
         if args.cluster:
-            compare_clusters(folder, args.assignments, n, work, args.out)
+            compare_clusters(folder, args.assignments, n, work, args.out, args.repeat)
             return 0
         threads = max(1, (os.cpu_count() or 1) // workers)
         print(f"course-grade, default workers ({workers}, {threads} thread(s) per kernel) ...",
