@@ -9,7 +9,8 @@ The engine's jobs become Dask tasks. The instructor's process:
    notebooks: `engine.worker_course`) into one archive sent once to each worker, since no
    shared file system is assumed;
 3. submits one task per submission, carrying the submission's text; each task grades with
-   `engine.grade_one` in a private course copy on its worker and returns the result as data;
+   `engine.grade_one` in a private course copy on its worker, in a grading process the
+   worker starts once (away from the worker's own threads), and returns the result as data;
 4. records each result as it arrives (`on_result`): this process stays the one writer of
    the class gradebook.
 
@@ -21,8 +22,10 @@ result reaches `on_result` once per submission, whatever happened on the cluster
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import multiprocessing
 import os
 import shutil
 import signal
@@ -34,6 +37,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
@@ -92,10 +96,14 @@ def differences(address: str, theirs: dict, mine: dict) -> list[str]:
 _ON_WORKER: dict = {"lock": threading.Lock(), "courses": {}, "fingerprints": {}}
 
 
-def _course_copy(bundle: bytes, bundle_id: str) -> tuple[Path, Path]:
-    """This worker process's copy of the worker course sent as `bundle` (made once)."""
+def _course_copy(bundle: bytes, bundle_id: str, settings: engine.Settings):
+    """This worker process's copy of the worker course sent as `bundle`, and the process
+    that grades in it (made once per run): grading runs outside the Dask worker's process,
+    so the worker's own threads (event loop, profiler) never compete with it for the GIL."""
     courses = _ON_WORKER["courses"]
     if bundle_id not in courses:
+        import concurrent.futures as futures
+
         from distributed import get_worker
 
         folder = Path(get_worker().local_directory) / "course-grade" / bundle_id
@@ -105,7 +113,11 @@ def _course_copy(bundle: bytes, bundle_id: str) -> tuple[Path, Path]:
         with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as archive:
             archive.extractall(course_dir, filter="data")
         course.write_config(_worker_root(), course_dir)  # this machine's course config
-        courses[bundle_id] = (folder, course_dir)
+        pool = futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=engine.worker_init_for, initargs=(str(course_dir), str(folder),
+                                                          settings))
+        courses[bundle_id] = (folder, pool)
     return courses[bundle_id]
 
 
@@ -128,25 +140,45 @@ def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
     if starts > TRIES:
         return {"error": f"the worker grading it stopped {TRIES} times (out of memory, or "
                          "killed): it was not graded", "starts": starts}
-    # One grading at a time per worker process: each has its own kernel, and nbgrader's
-    # course folder here is shared by the process's threads.
+    if not settings.kernel_threads:
+        settings = replace(settings, kernel_threads=threads.get(socket.gethostname(), 1))
+    # One grading at a time per worker process: each has its own kernel
     with _ON_WORKER["lock"]:
-        bin_dir = str(Path(sys.executable).parent)  # nbgrader calls `alembic` by name
-        if not os.environ.get("PATH", "").startswith(bin_dir + os.pathsep):
-            os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        folder, course_dir = _course_copy(bundle, bundle_id)
-        if not settings.kernel_threads:
-            settings = replace(settings, kernel_threads=threads.get(socket.gethostname(), 1))
-        result = engine.grade_one(course_dir, job, settings, folder)
+        for _ in range(2):
+            _, pool = _course_copy(bundle, bundle_id, settings)
+            try:
+                with _children_allowed():
+                    future = pool.submit(engine.grade_in_worker, job)  # may start the process
+                result = future.result()
+                break
+            except BrokenProcessPool:  # the grading process died: a fresh one, once
+                folder, _ = _ON_WORKER["courses"].pop(bundle_id)
+                shutil.rmtree(folder, ignore_errors=True)
+                result = {"error": "the grading process died twice on it"}
     result.update(starts=starts, worker=address)
     return result
+
+
+@contextlib.contextmanager
+def _children_allowed():
+    """A worker under a Dask nanny is a daemonic process, which multiprocessing forbids to
+    start children; the grading process ends with its parent anyway
+    (`engine.worker_init_for`)."""
+    config = multiprocessing.current_process()._config
+    daemon = config.get("daemon")
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemon is not None:
+            config["daemon"] = daemon
 
 
 def _forget(bundle_id: str, dask_worker=None) -> None:
     """Run on each worker at the end: its copy of the course goes."""
     found = _ON_WORKER["courses"].pop(bundle_id, None)
     if found:
+        found[1].shutdown(cancel_futures=True)
         shutil.rmtree(found[0], ignore_errors=True)
 
 

@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,15 +215,30 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
 def _worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
     folder = Path(tempfile.mkdtemp(prefix="worker-", dir=workdir))
     course_dir = worker_course(Path(base), folder, Path(root))
+    worker_init_for(str(course_dir), str(folder), settings)
+
+
+def worker_init_for(course_dir: str, folder: str, settings: Settings) -> None:
+    """Make this (spawned) process a grading worker for the worker course `course_dir`."""
     # nbgrader's log and the kernels' start-up chatter go to a file, not the terminal
-    log_file = os.open(folder / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    log_file = os.open(Path(folder) / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log_file, 2)
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    _WORKER.update(folder=folder, course=course_dir, settings=settings)
+    _WORKER.update(folder=Path(folder), course=Path(course_dir), settings=settings)
+    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
 
 
-def _grade_in_worker(job: Job) -> dict:
+def _end_with_parent(parent: int) -> None:
+    """A worker whose parent died (killed grader, killed Dask worker) ends at once; its
+    kernel, started with --die-with-parent, ends with it."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
+
+
+def grade_in_worker(job: Job) -> dict:
+    """One job, in a process prepared by `worker_init_for`."""
     return grade_one(_WORKER["course"], job, _WORKER["settings"], _WORKER["folder"])
 
 
@@ -245,7 +261,7 @@ def run(root: Path, base: Path, jobs: list[Job], settings: Settings, workers: in
             with futures.ProcessPoolExecutor(
                     min(workers, len(queue)), mp_context=context, initializer=_worker_init,
                     initargs=(str(base), str(root), str(workdir), settings)) as pool:
-                pending = {pool.submit(_grade_in_worker, job): job for job in queue}
+                pending = {pool.submit(grade_in_worker, job): job for job in queue}
                 queue = []
                 for done in futures.as_completed(pending):
                     job = pending[done]

@@ -213,6 +213,7 @@ def test_a_class_graded_on_the_cluster_scores_as_on_this_machine(
 @pytest.mark.slow
 def test_a_worker_killed_while_grading_loses_nothing(class_folder, local_run, tmp_path):
     folder, keys = class_folder
+    keys = [k for k in keys if k[1] == A1]  # 01 only (seven), to keep it short
     out = tmp_path / "out"
     said: list[str] = []
     # workers under a nanny, as `dask worker` starts them by default: the killed worker's
@@ -232,7 +233,7 @@ def test_a_worker_killed_while_grading_loses_nothing(class_folder, local_run, tm
 
         killer = threading.Thread(target=kill_when_grading, daemon=True)
         killer.start()
-        results = classgrade.grade_class(ROOT, folder, out, None, classgrade.Settings(
+        results = classgrade.grade_class(ROOT, folder, out, [A1], classgrade.Settings(
             scheduler=cluster.address), log=said.append)
         killer.join(5)
         assert not victim.is_running()
@@ -242,9 +243,8 @@ def test_a_worker_killed_while_grading_loses_nothing(class_folder, local_run, tm
     assert sorted(graded) == sorted(keys), "each submission is graded exactly once"
     again = [line for line in said if "graded again on" in line]
     assert len(again) == 1, said
-    assert scores(results) == local_run
+    assert scores(results) == {k: local_run[k] for k in keys}
     assert sorted(gradebook_rows(out)) == sorted(keys)
     stored = [json.loads(p.read_text()) for p in (out / "results").glob("*/*.json")]
-    assert len(stored) == len(keys) and not any(s["fatal"] for s in stored
-                                                if s["student"] != "os-exit")
+    assert len(stored) == len(keys) and not any(s["fatal"] for s in stored)
     assert not dask_processes()
