@@ -328,6 +328,8 @@ class Cluster:
                                           "graded (run again to grade it).")
                     stream.add(submit(job, only=checked))
                     continue
+                if result.get("worker"):  # it runs this course's version (a nanny's
+                    checked.add(result["worker"])  # fresh worker has a new address)
                 if result.get("starts", 1) > 1 and not result.get("error"):
                     self.log(f"{job.student} {job.assignment}: graded again on "
                              f"{result['worker']}, since the worker grading it stopped")
