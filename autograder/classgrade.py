@@ -78,6 +78,11 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
     if settings.scheduler and settings.workers:
         raise CourseError("--workers sets how many processes grade on this machine; with "
                           "--scheduler the cluster's workers grade: leave --workers out.")
+    if settings.scheduler and settings.keep_logs:
+        raise CourseError("--keep-logs keeps the grading folders of this machine's workers; "
+                          "with --scheduler they are on the cluster's machines (each "
+                          "worker's --local-directory) and are removed after the run: leave "
+                          "--keep-logs out.")
     # on a cluster, each worker's sandbox is checked when connecting
     sandboxed = not settings.no_sandbox if settings.scheduler else \
         require_sandbox(settings.no_sandbox)

@@ -45,6 +45,7 @@ from autograder import course, engine, sandbox
 from autograder.errors import CourseError
 
 CONNECT_SECONDS = 10  # to reach the scheduler, and again for a first worker to be there
+CONFIG = Path(__file__).with_name("dask.yaml")  # Dask settings for grading workers
 TRIES = 2  # starts of one submission's task: the first, and one more after a worker died
 
 
@@ -71,7 +72,10 @@ def _worker_root() -> Path:
 
 def _probe(assignments: list[str], dask_worker=None) -> dict:
     """Run on each worker by `client.run`: what this worker would grade with."""
+    import dask
+
     return {"host": socket.gethostname(), "cpus": os.cpu_count() or 1,
+            "profiler": dask.config.get("distributed.worker.profile.enabled", True),
             "threads": dask_worker.state.nthreads, "python": sys.version.split()[0],
             "sandbox": sandbox.available(), **fingerprint(_worker_root(), assignments)}
 
@@ -99,7 +103,8 @@ _ON_WORKER: dict = {"lock": threading.Lock(), "courses": {}, "fingerprints": {}}
 def _course_copy(bundle: bytes, bundle_id: str, settings: engine.Settings):
     """This worker process's copy of the worker course sent as `bundle`, and the process
     that grades in it (made once per run): grading runs outside the Dask worker's process,
-    so the worker's own threads (event loop, profiler) never compete with it for the GIL."""
+    so it does not share that process's GIL with the event loop (they still share the
+    machine's cores: see dask.yaml)."""
     courses = _ON_WORKER["courses"]
     if bundle_id not in courses:
         import concurrent.futures as futures
@@ -258,6 +263,10 @@ class Cluster:
         if busy:
             self.log(f"note: {len(busy)} worker(s) run several threads; each grades one "
                      "submission at a time (start workers with --nthreads 1 --nworkers N)")
+        sampled = [a for a, info in answers.items() if info.get("profiler")]
+        if sampled:
+            self.log(f"note: {len(sampled)} worker(s) run Dask's profiler, which takes CPU "
+                     f"from the kernels: start workers with DASK_CONFIG={CONFIG}")
         self.log(f"grading on {self.address}: {len(answers)} worker(s) on {len(hosts)} "
                  "machine(s), each with this course's version")
         return answers
@@ -374,7 +383,8 @@ class LocalProcesses:
     def _start(self, args: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "w")
         env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
-               + os.environ.get("PATH", ""), "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
+               + os.environ.get("PATH", ""), "TF_CPP_MIN_LOG_LEVEL": "3",
+               "DASK_CONFIG": str(CONFIG), **(env or {})}
         process = subprocess.Popen([self.dask, *args], stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, cwd=self.folder, env=env)
         log.close()

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from autograder import classgrade, demo
-from autograder.dask_cluster import CONNECT_SECONDS, LocalProcesses
+from autograder.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster, LocalProcesses
 from autograder.errors import CourseError
 from conftest import ROOT
 
@@ -101,9 +101,11 @@ def test_no_scheduler_at_the_address(tmp_path, one_submission):
     assert seconds < CONNECT_SECONDS + 10
 
 
-def test_workers_option_is_for_this_machine_only(tmp_path, one_submission):
-    message, _ = refused(one_submission, tmp_path / "out", "tcp://127.0.0.1:1", workers=2)
-    assert "leave --workers out" in message
+@pytest.mark.parametrize("option", ["workers", "keep_logs"])
+def test_options_for_this_machine_only(tmp_path, one_submission, option):
+    message, _ = refused(one_submission, tmp_path / "out", "tcp://127.0.0.1:1",
+                         **{option: 2 if option == "workers" else True})
+    assert f"leave --{option.replace('_', '-')} out" in message
 
 
 def other_course(folder: Path) -> Path:
@@ -149,6 +151,16 @@ def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submiss
         cluster.wait_for(1)
         message, _ = refused(one_submission, tmp_path / "out", cluster.address)
         assert "cannot sandbox student code" in message and "--no-sandbox" in message
+
+        # a worker started without the course's Dask settings: graded on, with a note
+        cluster.add_worker("defaults", env={"DASK_CONFIG": str(tmp_path / "none.yaml")})
+        cluster.wait_for(2)
+        said = []
+        with Cluster(cluster.address, ROOT, [A1], sandboxed=False, log=said.append):
+            pass
+        notes = [line for line in said if "profiler" in line]
+        assert len(notes) == 1 and notes[0].startswith("note: 1 worker(s) run Dask's profiler")
+        assert str(CONFIG) in notes[0]
     assert not dask_processes()
 
 
