@@ -23,3 +23,13 @@ c.Execute.timeout = 120
 # What a student's answer cell holds in the release.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# nbgrader's feedback pages (`nbgrader generate_feedback`, the formgrader's Generate
+# Feedback) are made from the autograded notebooks, which hold the hidden tests: the
+# course's preprocessor takes them out, and cuts any output that quotes one.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+from autograder.feedback import WithoutHiddenTests  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [GetGrades, WithoutHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -82,11 +82,14 @@ def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
     longer = len(message) > limit
     message = message[:limit]  # only what could be shown is searched
     squashed, where = _squash(message)
-    secret = "\n".join(_squash(h)[0] for h in hidden)
+    quotes = set()  # every run of QUOTE characters of a hidden test
+    for part in hidden:
+        secret = _squash(part)[0]
+        quotes.update(secret[i:i + QUOTE] for i in range(len(secret) - QUOTE + 1))
     cut = None
-    if secret:
+    if quotes:
         for start in range(0, max(0, len(squashed) - QUOTE + 1)):
-            if squashed[start:start + QUOTE] in secret:
+            if squashed[start:start + QUOTE] in quotes:
                 cut = where[start]
                 break
     if cut is not None:

@@ -4,7 +4,9 @@ hidden test reaches a student, tampering is reported, nothing is left running or
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,7 +15,7 @@ import hostile
 import psutil
 import pytest
 
-from autograder import classgrade, engine, reports, sandbox, selfgrade
+from autograder import classgrade, course, engine, reports, sandbox, selfgrade
 from autograder.notebooks import read_notebook
 from conftest import ROOT, SOLUTIONS
 
@@ -123,6 +125,28 @@ def test_no_hidden_test_reaches_a_student(graded):
     # the leaking kinds did try: their messages were cut where they quoted a hidden test
     leak = graded["results"]["reads-the-tests"]
     assert any("cut by the grader" in c["message"] for c in leak.cells.values())
+
+
+def page_text(path: Path) -> str:
+    """What a browser shows of an HTML page: its text, without tags and entities."""
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(errors="replace")))
+
+
+def test_nbgraders_own_feedback_shows_no_hidden_test(graded):
+    """The formgrader's Generate Feedback is `nbgrader generate_feedback` on the class
+    folder: it converts the autograded notebooks, which hold the hidden tests."""
+    out = graded["out"]
+    autograded = sorted((out / "autograded").glob(f"*/{hostile.A}/*.ipynb"))
+    fragments = hidden_fragments()
+    assert all(any(f in p.read_text() for f in fragments) for p in autograded)
+    course.run_nbgrader(["generate_feedback", hostile.A, "--force"], cwd=out)
+    pages = {p.parts[-3]: page_text(p) for p in (out / "feedback").glob(f"*/{hostile.A}/*.html")}
+    assert set(pages) == {p.parts[-3] for p in autograded}
+    leaks = {student: [f for f in fragments if f in text] for student, text in pages.items()}
+    assert not any(leaks.values()), {s: f[:2] for s, f in leaks.items() if f}
+    assert all("hidden tests: not shown" in text for text in pages.values())
+    total = graded["results"]["perfect"].score
+    assert re.search(rf"Score: {total:.1f} / {total:.1f}", pages["perfect"]), total
 
 
 def test_tampering_is_reported_with_the_student(graded):
