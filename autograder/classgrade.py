@@ -122,7 +122,8 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
         path = _results_path(out, sub.assignment, sub.student)
         if path.exists() and not settings.force:
             old = json.loads(path.read_text(encoding="utf-8"))
-            if old["digest"] == sub.digest and old["assignment_digest"] == digests[sub.assignment]:
+            if (old["digest"], old["assignment_digest"], old.get("timestamp")) == (
+                    sub.digest, digests[sub.assignment], sub.timestamp):
                 unchanged += 1
                 continue
         todo.append(sub)
@@ -132,7 +133,7 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     def finish(sub: Submission, prepared: Prepared, run: dict | None) -> Result:
         result = Result(sub.student, sub.assignment, sub.notebook, sub.origin, sub.digest,
                         digests[sub.assignment], notes=list(prepared.notes),
-                        fatal=prepared.fatal)
+                        fatal=prepared.fatal, timestamp=sub.timestamp)
         autograded = None
         if run is None or run.get("error"):
             result.cells = _zero_cells(releases[sub.assignment])

@@ -13,6 +13,7 @@ from autograder import course
 from autograder.errors import CourseError
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+TIMESTAMP = "timestamp.txt"  # written by nbgrader's collect beside each submission
 
 
 # ---------------------------------------------------------------------------------------
@@ -26,6 +27,7 @@ class Submission:
     notebook: str  # the file name nbgrader expects, e.g. autodiff.ipynb
     origin: str  # where it came from, for messages
     data: bytes | None  # None: nothing was submitted
+    timestamp: str | None = None  # when it was submitted, from nbgrader's timestamp.txt
 
     @property
     def digest(self) -> str:
@@ -47,15 +49,21 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
             raise CourseError(f"There is no assignment {name!r} (known: {', '.join(known)}).")
     if not source.exists():
         raise CourseError(f"{source} does not exist: give a folder of submissions or a zip.")
+    stamps: dict[str, str] = {}  # folder -> nbgrader's timestamp.txt (collect writes it)
     if source.is_dir():
         files = {str(p.relative_to(source)): p.read_bytes()
                  for p in sorted(source.rglob("*.ipynb"))
                  if ".ipynb_checkpoints" not in p.parts}
+        stamps = {str(p.parent.relative_to(source)): p.read_text(errors="replace")
+                  for p in source.rglob(TIMESTAMP)}
     elif zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
             files = {info.filename: archive.read(info) for info in archive.infolist()
                      if info.filename.endswith(".ipynb") and not info.is_dir()
                      and "__MACOSX" not in info.filename}
+            stamps = {str(Path(info.filename).parent): archive.read(info).decode(
+                errors="replace") for info in archive.infolist()
+                if Path(info.filename).name == TIMESTAMP}
     else:
         raise CourseError(f"{source} is neither a folder nor a zip file.")
     by_notebook = {nb: a for a in known for nb in notebook_names(root, a)}
@@ -86,7 +94,8 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
         key = (student, assignment)
         if key in found and found[key][0] >= version:
             continue
-        found[key] = (version, Submission(student, assignment, notebook, name, data))
+        found[key] = (version, Submission(student, assignment, notebook, name, data,
+                                          _timestamp(stamps.get(str(Path(name).parent)))))
     if ignored:
         shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
                                           else "")
@@ -103,6 +112,18 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
                 submissions.append(Submission(student, assignment,
                                               notebook_names(root, assignment)[0], "", None))
     return submissions
+
+
+def _timestamp(text: str | None) -> str | None:
+    """nbgrader's timestamp.txt as an ISO time in UTC; None when absent or unreadable."""
+    if not text or not text.strip():
+        return None
+    from nbgrader.utils import parse_utc
+
+    try:
+        return parse_utc(text.strip()).isoformat()
+    except (ValueError, OverflowError, TypeError):
+        return None
 
 
 def _lms_name(filename: str, by_notebook: dict[str, str]) -> tuple[str | None, str | None, int]:

@@ -24,6 +24,7 @@ from autograder.notebooks import (
     is_test,
     nbgrader_meta,
 )
+from autograder.store import describe_late, lateness
 
 
 def _first_docstring_line(source: str) -> str:
@@ -68,8 +69,10 @@ class Layout:
         return sum(c["score"] for c in cells), total
 
 
-def write_csv(results, layout: Layout, path: Path) -> None:
-    """One row per student; a column per exercise of each assignment, its total, the total."""
+def write_csv(results, layout: Layout, path: Path, late: dict | None = None) -> None:
+    """One row per student; a column per exercise of each assignment, its total, the total;
+    problems: what stopped grading, and a submission after the due date (`late`)."""
+    late = late or {}
     columns = []
     for assignment, names in layout.exercises.items():
         columns += [f"{assignment}/{n}" for n in names] + [f"{assignment}/total"]
@@ -97,6 +100,9 @@ def write_csv(results, layout: Layout, path: Path) -> None:
                     maximum += result.max_score
                     if result.fatal:
                         problems.append(f"{assignment}: {result.fatal}")
+                    if (student, assignment) in late:
+                        problems.append(f"{assignment}: "
+                                        f"{describe_late(late[(student, assignment)])}")
             writer.writerow([*row, f"{total:g}", f"{maximum:g}", "; ".join(problems)])
 
 
@@ -107,11 +113,14 @@ td,th{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical
 .pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
 .manual{color:#9a6700;font-weight:600}pre{white-space:pre-wrap;margin:0;font-size:.85rem}
 .notes{background:#fff8c5;padding:.5rem 1rem;border-radius:6px}.score{font-size:1.2rem}
+.late{color:#9a6700;font-weight:600}
 """
 
 
-def feedback_html(result, layout: Layout, answers: dict[str, str]) -> str:
-    """The page a student reads: per exercise and test, passed or failed, points, message."""
+def feedback_html(result, layout: Layout, answers: dict[str, str],
+                  late: float | None = None) -> str:
+    """The page a student reads: per exercise and test, passed or failed, points, message
+    (and when it was submitted after the due date, `late` seconds)."""
     e = html.escape
     parts = [f"<!doctype html><meta charset='utf-8'><title>{e(result.assignment)}: "
              f"{e(result.student)}</title><style>{_STYLE}</style>",
@@ -119,6 +128,8 @@ def feedback_html(result, layout: Layout, answers: dict[str, str]) -> str:
              f"<p class='score'>{result.score:g} of {result.max_score:g} points"
              + (" (a written answer is still to be graded by hand)"
                 if any(c["score"] is None for c in result.cells.values()) else "") + "</p>"]
+    if late:
+        parts.append(f"<p class='late'>Late: {e(describe_late(late))}.</p>")
     if result.fatal or result.notes:
         items = ([f"<li><b>Not graded: {e(result.fatal)}.</b> Every test scores 0.</li>"]
                  if result.fatal else [])
@@ -231,12 +242,14 @@ def summary_png(stats: dict, path: Path) -> None:
 def write_all(results, releases: dict, out: Path) -> dict:
     """grades.csv, feedback/<student>/<assignment>.html, summary.png; returns the summary."""
     layout = Layout(releases)
-    write_csv(results, layout, out / "grades.csv")
+    late = lateness(out)
+    write_csv(results, layout, out / "grades.csv", late)
     for result in results:
         graded = out / "autograded" / result.student / result.assignment / result.notebook
         page = out / "feedback" / result.student / f"{result.assignment}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(feedback_html(result, layout, student_answers(graded)),
+        page.write_text(feedback_html(result, layout, student_answers(graded),
+                                      late.get((result.student, result.assignment))),
                         encoding="utf-8")
     stats = summary(results, layout)
     summary_png(stats, out / "summary.png")

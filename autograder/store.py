@@ -26,6 +26,7 @@ class Result:
     notes: list = field(default_factory=list)
     fatal: str | None = None
     seconds: float = 0.0
+    timestamp: str | None = None  # when it was submitted (ISO, UTC), if the exchange said
 
     @property
     def score(self) -> float:
@@ -80,6 +81,7 @@ class ClassGradebook:
 
     def _record(self, result: Result, autograded: str | None) -> None:
         from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.utils import parse_utc
 
         with Gradebook(self.db_url) as gradebook:
             gradebook.update_or_create_student(result.student)
@@ -88,7 +90,9 @@ class ClassGradebook:
             except MissingEntry:
                 pass
         with Gradebook(self.db_url) as gradebook:
-            submission = gradebook.add_submission(result.assignment, result.student)
+            stamp = {"timestamp": parse_utc(result.timestamp)} if result.timestamp else {}
+            # with the time, nbgrader (the formgrader) marks a submission after the due date
+            submission = gradebook.add_submission(result.assignment, result.student, **stamp)
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     cell = result.cells.get(grade.name)
@@ -107,6 +111,30 @@ class ClassGradebook:
             target.write_text(autograded, encoding="utf-8")
         elif target.exists():
             target.unlink()
+
+
+def lateness(out: Path) -> dict[tuple[str, str], float]:
+    """(student, assignment) -> seconds submitted after the assignment's due date, for the
+    submissions the gradebook holds with a time and whose assignment has a due date."""
+    from nbgrader.api import Gradebook
+
+    late = {}
+    with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
+        for assignment in gradebook.assignments:
+            if assignment.duedate is None:
+                continue
+            for submission in assignment.submissions:
+                seconds = submission.total_seconds_late
+                if seconds and seconds > 0:
+                    late[(submission.student.id, assignment.name)] = float(seconds)
+    return late
+
+
+def describe_late(seconds: float) -> str:
+    hours, minutes = divmod(round(seconds / 60), 60)
+    days, hours = divmod(hours, 24)
+    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"]
+    return "submitted " + " ".join(parts) + " after the due date"
 
 
 def prepare_out(root: Path, out: Path, assignments: list[str], log=print) -> None:

@@ -51,9 +51,13 @@ def test_collect_reads_the_nbgrader_layout_and_marks_missing_notebooks(tmp_path,
     (tmp_path / "submitted" / "cy" / "02-gather-gradients").mkdir(parents=True)
     (tmp_path / "submitted" / "cy" / "02-gather-gradients" / "gather_gradients.ipynb") \
         .write_text("{}")
+    # nbgrader's collect writes when each was submitted beside it
+    (tmp_path / "submitted" / "ada" / A / "timestamp.txt").write_text(
+        "2026-12-01 09:30:00.000000 UTC")
     subs = classgrade.collect(ROOT, tmp_path, [A], log=lambda _: None)
     assert [(s.student, s.data is not None) for s in subs] == [("ada", True), ("bob", True),
                                                                ("cy", False)]
+    assert subs[0].timestamp == "2026-12-01T09:30:00" and subs[1].timestamp is None
     prepared = classgrade.prepare_submission(subs[2], release_of(), other_ids())
     assert prepared.fatal == f"no {NB} was submitted"
 
@@ -206,14 +210,25 @@ def test_demo_results_reach_nbgrader_gradebook_and_feedback(graded_demo):
 
 @pytest.mark.slow
 def test_rerun_is_identical_and_one_more_student_leaves_the_others(graded_demo, tmp_path):
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
     out, _ = graded_demo
     before = {p.name: p.read_bytes() for p in (out / "results" / A).glob("*.json")}
     again = tmp_path / "again"
     for student in ("perfect", "mistake-sgd-step"):
         shutil.copytree(out / "submitted-demo" / student, again / student)
     settings = classgrade.Settings(workers=2, cell_timeout=10, force=True)
+    # submitted through nbgrader's exchange 90 minutes after the due date the instructor set
+    (again / "perfect" / A / "timestamp.txt").write_text("2026-12-01 10:30:00.000000 UTC")
+    with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
+        gradebook.update_or_create_assignment(A, duedate=parse_utc("2026-12-01 09:00:00 UTC"))
     lines = []
     classgrade.grade_class(ROOT, again, out, [A], settings, log=lines.append)
+    rows = {row["student"]: row for row in csv.DictReader(open(out / "grades.csv"))}
+    assert "submitted 1 h 30 min after the due date" in rows["perfect"]["problems"]
+    assert "after the due date" not in rows["mistake-sgd-step"]["problems"]
+    assert "Late: submitted 1 h 30 min" in (out / "feedback" / "perfect" / f"{A}.html").read_text()
     after = {p.name: p.read_bytes() for p in (out / "results" / A).glob("*.json")}
     for name in before:
         old, new = json.loads(before[name]), json.loads(after[name])
