@@ -2,6 +2,7 @@
 # so they work on a fresh clone; once installed, they start at once.
 #
 #   make lab       open the course: JupyterLab on notebooks/
+#   make class     a JupyterHub for a class on this machine (as root; accounts in hub.toml)
 #   make test      run the whole test suite
 #   make release   regenerate notebooks/ from solutions/ with nbgrader
 #   make points    points per notebook and exercise
@@ -21,7 +22,7 @@ PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install system system-test lab test release points mutants doctor demo clean
+.PHONY: install system system-test lab class test release points mutants doctor demo clean
 
 install: $(STAMP)
 
@@ -31,7 +32,7 @@ system:
 	@scripts/system-packages.sh bwrap:bubblewrap
 
 system-test:
-	@scripts/system-packages.sh bwrap:bubblewrap chromium:chromium
+	@scripts/system-packages.sh bwrap:bubblewrap chromium:chromium npm:npm
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No python3 found: install Python 3.11 first."; exit 1; }
@@ -43,6 +44,11 @@ $(STAMP): pyproject.toml
 lab: $(STAMP) system
 	@$(BIN)/course doctor
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
+
+# nodejs/npm: JupyterHub's proxy (configurable-http-proxy, installed from npm on first use)
+class: $(STAMP) system
+	@scripts/system-packages.sh npm:npm
+	$(BIN)/course hub $(if $(HUB_CONFIG),--config $(HUB_CONFIG))
 
 test: $(STAMP) system-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

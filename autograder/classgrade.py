@@ -133,7 +133,8 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     def finish(sub: Submission, prepared: Prepared, run: dict | None) -> Result:
         result = Result(sub.student, sub.assignment, sub.notebook, sub.origin, sub.digest,
                         digests[sub.assignment], notes=list(prepared.notes),
-                        fatal=prepared.fatal, timestamp=sub.timestamp)
+                        fatal=prepared.fatal, timestamp=sub.timestamp,
+                        exchange_files=dict(sub.exchange_files))
         autograded = None
         if run is None or run.get("error"):
             result.cells = _zero_cells(releases[sub.assignment])

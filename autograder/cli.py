@@ -5,6 +5,7 @@
     course points                 points per notebook and exercise
     course validate NB [--invert] nbgrader's Validator, with an exit code that means it
     course mutants ASSIGNMENT     grade the mutant submissions of one assignment
+    course hub [--config FILE]    a JupyterHub for a class on this machine (as root)
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def cmd_mutants(args) -> int:
     return 1 if bad else 0
 
 
+def cmd_hub(args) -> int:
+    from autograder import hub
+
+    root = course.find_root()
+    return hub.serve(Path(args.config) if args.config else root / "hub.toml", root)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("mutants", help="grade an assignment's mutant submissions")
     p.add_argument("assignment")
     p.add_argument("--workers", type=int, default=None)
+    p = sub.add_parser("hub", help="a JupyterHub for a class on this machine (run as root)")
+    p.add_argument("--config", help="the hub's accounts, ports and folders "
+                                    "(default: hub.toml in the course)")
     args = parser.parse_args(argv)
     handler = {"doctor": cmd_doctor, "release": cmd_release, "points": cmd_points,
-               "validate": cmd_validate, "mutants": cmd_mutants}[args.command]
+               "validate": cmd_validate, "mutants": cmd_mutants, "hub": cmd_hub}[args.command]
     try:
         return handler(args)
     except CourseError as error:

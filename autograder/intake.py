@@ -6,14 +6,18 @@ from __future__ import annotations
 import hashlib
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import course
 from autograder.errors import CourseError
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-TIMESTAMP = "timestamp.txt"  # written by nbgrader's collect beside each submission
+TIMESTAMP = "timestamp.txt"  # written by nbgrader's submit beside each submission
+# the files nbgrader's exchange keeps beside a submission: its time, and the secret its
+# feedback is released under (release_feedback reads both from the feedback folder)
+EXCHANGE_FILES = (TIMESTAMP, "submission_secret.txt")
+EXCHANGE_FILE_LIMIT = 1024  # bytes: they hold a line each
 
 
 # ---------------------------------------------------------------------------------------
@@ -28,6 +32,7 @@ class Submission:
     origin: str  # where it came from, for messages
     data: bytes | None  # None: nothing was submitted
     timestamp: str | None = None  # when it was submitted, from nbgrader's timestamp.txt
+    exchange_files: dict = field(default_factory=dict)  # EXCHANGE_FILES found, as text
 
     @property
     def digest(self) -> str:
@@ -49,23 +54,26 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
             raise CourseError(f"There is no assignment {name!r} (known: {', '.join(known)}).")
     if not source.exists():
         raise CourseError(f"{source} does not exist: give a folder of submissions or a zip.")
-    stamps: dict[str, str] = {}  # folder -> nbgrader's timestamp.txt (collect writes it)
+    extras: dict[str, dict[str, str]] = {}  # folder -> EXCHANGE_FILES found there
     if source.is_dir():
         files = {str(p.relative_to(source)): p.read_bytes()
                  for p in sorted(source.rglob("*.ipynb"))
                  if ".ipynb_checkpoints" not in p.parts}
-        stamps = {str(p.parent.relative_to(source)): p.read_text(errors="replace")
-                  for p in source.rglob(TIMESTAMP)}
+        for name in EXCHANGE_FILES:
+            for p in source.rglob(name):
+                if p.is_file() and p.stat().st_size <= EXCHANGE_FILE_LIMIT:
+                    extras.setdefault(str(p.parent.relative_to(source)), {})[name] = \
+                        p.read_text(errors="replace")
     elif zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
             files = {info.filename: archive.read(info) for info in archive.infolist()
                      if info.filename.endswith(".ipynb") and not info.is_dir()
                      and "__MACOSX" not in info.filename}
-            stamps = {str(Path(info.filename).parent): archive.read(info).decode(
-                errors="replace") for info in archive.infolist()
-                if Path(info.filename).name == TIMESTAMP}
-    else:
-        raise CourseError(f"{source} is neither a folder nor a zip file.")
+            for info in archive.infolist():
+                name = Path(info.filename).name
+                if name in EXCHANGE_FILES and info.file_size <= EXCHANGE_FILE_LIMIT:
+                    extras.setdefault(str(Path(info.filename).parent), {})[name] = \
+                        archive.read(info).decode(errors="replace")
     by_notebook = {nb: a for a in known for nb in notebook_names(root, a)}
     found: dict[tuple[str, str], tuple[int, Submission]] = {}
     ignored = []
@@ -94,8 +102,9 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
         key = (student, assignment)
         if key in found and found[key][0] >= version:
             continue
+        beside = extras.get(str(Path(name).parent), {})
         found[key] = (version, Submission(student, assignment, notebook, name, data,
-                                          _timestamp(stamps.get(str(Path(name).parent)))))
+                                          _timestamp(beside.get(TIMESTAMP)), beside))
     if ignored:
         shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
                                           else "")

@@ -27,6 +27,7 @@ class Result:
     fatal: str | None = None
     seconds: float = 0.0
     timestamp: str | None = None  # when it was submitted (ISO, UTC), if the exchange said
+    exchange_files: dict = field(default_factory=dict)  # nbgrader's files beside it (intake)
 
     @property
     def score(self) -> float:
@@ -109,6 +110,9 @@ class ClassGradebook:
         if autograded is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(autograded, encoding="utf-8")
+            # as nbgrader's autograde does: generate_feedback and release_feedback read them
+            for name, text in result.exchange_files.items():
+                (target.parent / name).write_text(text, encoding="utf-8")
         elif target.exists():
             target.unlink()
 

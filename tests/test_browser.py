@@ -13,17 +13,14 @@ with COURSE_SKIP_BROWSER=1 or `-m "not browser"`.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 
 import pytest
 from browser_support import (
     ARTIFACTS,
-    SKIP_ENV,
     NotebookPage,
     filled_notebook,
-    find_chromium,
     start_lab,
     stop_lab,
 )
@@ -33,42 +30,13 @@ from conftest import ROOT, SOLUTIONS, release_paths
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-HOW_TO_SKIP = (f"skip the browser tests with {SKIP_ENV}=1 or "
-               "make test PYTEST_ARGS=\"-m 'not browser'\"")
-
-
 @pytest.fixture(scope="session")
-def chromium() -> str:
-    if os.environ.get(SKIP_ENV):
-        pytest.skip(f"{SKIP_ENV} is set: the browser tests are skipped")
-    path = find_chromium()
-    if path is None:
-        pytest.fail("The browser tests need Debian's chromium, which is not installed: "
-                    f"run `apt-get install chromium` (as root), or {HOW_TO_SKIP}.",
-                    pytrace=False)
-    return path
-
-
-@pytest.fixture(scope="session")
-def browser(chromium):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright is missing: `.venv/bin/pip install -e \".[dev]\"` (or "
-                    f"{HOW_TO_SKIP}).", pytrace=False)
+def lab(tmp_path_factory, browser):
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, headless=True)
-        yield browser
-        browser.close()
-    print(f"\nbrowser screenshots: {ARTIFACTS.relative_to(ROOT)}/")
-
-
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
     lab = start_lab(tmp_path_factory.mktemp("lab"), release_paths())
     yield lab
     stop_lab(lab)
+    print(f"\nbrowser screenshots: {ARTIFACTS.relative_to(ROOT)}/")
 
 
 def open_page(browser, lab, path: str, shots_name: str) -> NotebookPage:
