@@ -41,6 +41,7 @@ from autograder.notebooks import (
     grade_id,
     is_answer,
     is_manual,
+    nbgrader_meta,
     read_notebook,
     write_notebook,
 )
@@ -390,6 +391,10 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     assert re.search(r"graded \d+ submission", said), said[-3000:]
     rows = {row["student"]: row for row in csv.DictReader(open(done))}
     assert float(rows[ADA]["total"]) > float(rows[BOB]["total"]) > 0
+    # ada's second, complete submission of 01 is the one graded: full marks
+    points = sum(nbgrader_meta(c).get("points", 0) for c in read_notebook(
+        SOLUTIONS / A1 / NB[A1]).cells if nbgrader_meta(c).get("grade"))
+    assert float(rows[ADA][f"{A1}/total"]) == points > float(rows[BOB][f"{A1}/total"])
     assert f"{A1}: submitted" in rows[ADA]["problems"] and "after the due date" in \
         rows[ADA]["problems"]
     assert f"{A3}: submitted" not in rows[ADA]["problems"]
