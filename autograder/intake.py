@@ -74,6 +74,8 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
                 if name in EXCHANGE_FILES and info.file_size <= EXCHANGE_FILE_LIMIT:
                     extras.setdefault(str(Path(info.filename).parent), {})[name] = \
                         archive.read(info).decode(errors="replace")
+    else:
+        raise CourseError(f"{source} is neither a folder nor a zip file.")
     by_notebook = {nb: a for a in known for nb in notebook_names(root, a)}
     found: dict[tuple[str, str], tuple[int, Submission]] = {}
     ignored = []

@@ -443,3 +443,36 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
             assert student in str(page_path) and all(
                 other not in shown for other in (ADA, BOB) if other != student)
         person.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
+    """`course hub --config FILE` (what `make class` runs) set up again over a class in
+    progress, served, and stopped by Ctrl-C with everything it started."""
+    import signal
+    import sys
+    import time
+    import urllib.request
+
+    config = class_hub["config"]
+    class_hub["hub"].stop()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "course"), "hub", "--config", str(config.path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{config.url}/hub/api/", timeout=2):
+                break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, \
+                process.communicate()[0][-3000:]
+            time.sleep(0.5)
+    assert (config.course_dir / "submitted" / ADA).is_dir()  # the class's work is kept
+    process.send_signal(signal.SIGINT)
+    said, _ = process.communicate(timeout=90)
+    assert process.returncode == 0, said[-3000:]
+    assert f"The class hub is at {config.url}" in said and "The class hub stopped" in said
+    assert not _processes(), _processes()
