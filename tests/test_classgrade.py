@@ -58,6 +58,7 @@ def test_collect_reads_the_nbgrader_layout_and_marks_missing_notebooks(tmp_path,
     assert [(s.student, s.data is not None) for s in subs] == [("ada", True), ("bob", True),
                                                                ("cy", False)]
     assert subs[0].timestamp == "2026-12-01T09:30:00" and subs[1].timestamp is None
+    assert subs[0].exchange_files == {"timestamp.txt": "2026-12-01 09:30:00.000000 UTC"}
     prepared = classgrade.prepare_submission(subs[2], release_of(), other_ids())
     assert prepared.fatal == f"no {NB} was submitted"
 
@@ -72,10 +73,15 @@ def test_collect_reads_an_lms_zip(tmp_path, c01):
         z.writestr("readme_notes.ipynb", b"{}")
         z.writestr("__MACOSX/ada_autodiff.ipynb", b"")
         z.writestr("d@ve_1_autodiff.ipynb", data)
+        z.writestr(f"submitted/cy/{A}/{NB}", data)  # nbgrader's layout, with its files
+        z.writestr(f"submitted/cy/{A}/submission_secret.txt", "s3cret")
+        z.writestr(f"submitted/cy/{A}/timestamp.txt", "x" * 5000)  # too long: not read
     said = []
     subs = classgrade.collect(ROOT, archive, None, log=said.append)
     assert [(s.student, s.assignment, s.data == data) for s in subs] == [
-        ("ada", A, True), ("bob", A, True)]
+        ("ada", A, True), ("bob", A, True), ("cy", A, True)]
+    assert subs[2].exchange_files == {"submission_secret.txt": "s3cret"}
+    assert subs[2].timestamp is None and subs[0].exchange_files == {}
     assert any("readme_notes.ipynb" in line for line in said)
     assert any("d@ve" in line for line in said)
 
