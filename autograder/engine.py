@@ -31,6 +31,16 @@ from autograder.errors import CourseError
 from autograder.executor import FINDINGS
 from autograder.notebooks import HIDDEN_MARKERS, grade_id, is_test
 
+# nbgrader's autograde with the course's sandboxed executor in place of nbgrader's Execute
+AUTOGRADE_PREPROCESSORS = (
+    "autograder.executor.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+)
 MESSAGE_LIMIT = 1500  # characters of a message shown to a student
 QUOTE = 24  # characters in a row shared with a hidden test make a quote
 
@@ -112,15 +122,7 @@ def config(course_dir: Path, settings: Settings, imports: str):
 
     loaded = PyFileConfigLoader(course.CONFIG_NAME, path=str(course_dir)).load_config()
     overrides = Config()
-    overrides.Autograde.autograde_preprocessors = [
-        "autograder.executor.SandboxedExecute",
-        "nbgrader.preprocessors.IgnorePattern",
-        "nbconvert.preprocessors.ClearMetadataPreprocessor",
-        "nbgrader.preprocessors.LimitOutput",
-        "nbgrader.preprocessors.SaveAutoGrades",
-        "nbgrader.preprocessors.AssignLatePenalties",
-        "nbgrader.preprocessors.CheckCellMetadata",
-    ]
+    overrides.Autograde.autograde_preprocessors = list(AUTOGRADE_PREPROCESSORS)
     overrides.OverwriteCells.add_missing_cells = True
     timeout = settings.cell_timeout or loaded.get("Execute", {}).get("timeout") or 120
     overrides.SandboxedExecute.timeout = int(timeout)

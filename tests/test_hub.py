@@ -29,6 +29,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -371,6 +372,11 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     for assignment in (A1, A3):
         teacher.formgrader_action(assignment, "collect")
     assert sorted(p.name for p in (course_dir / "submitted").iterdir()) == [ADA, BOB]
+    # nbgrader, as the instructor, would autograde in the course's sandbox too
+    loaded = as_user(TEACHER, "env", f"HOME={home(TEACHER)}", sys.executable, "-c",
+                     "from nbgrader.apps.baseapp import NbGrader; a = NbGrader(); "
+                     "a.load_config_file(); print(a.config.Autograde.autograde_preprocessors)")
+    assert "autograder.executor.SandboxedExecute" in loaded.stdout, loaded.stderr[-2000:]
     page = teacher.page
     page.goto(teacher.url("lab?reset"))  # a fresh workspace opens on the Launcher
     page.click(".jp-LauncherCard[title='Start a new terminal session']")
@@ -451,7 +457,6 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
     """`course hub --config FILE` (what `make class` runs) set up again over a class in
     progress, served, and stopped by Ctrl-C with everything it started."""
     import signal
-    import sys
     import time
     import urllib.request
 
