@@ -363,7 +363,9 @@ class LocalProcesses:
     """`dask scheduler` and `workers` x `dask worker --nthreads 1`, started on localhost as an
     instructor would start them by hand; `stop()` ends them all."""
 
-    def __init__(self, workers: int, folder: Path, nanny: bool = False):
+    def __init__(self, workers: int, folder: Path, nanny: bool = False,
+                 env: dict | None = None):
+        self.env = dict(env or {})  # variables for every process, e.g. another DASK_CONFIG
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.dask = str(Path(sys.executable).parent / "dask")
@@ -384,7 +386,7 @@ class LocalProcesses:
         log = open(self.folder / f"{name}.log", "w")
         env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep
                + os.environ.get("PATH", ""), "TF_CPP_MIN_LOG_LEVEL": "3",
-               "DASK_CONFIG": str(CONFIG), **(env or {})}
+               "DASK_CONFIG": str(CONFIG), **self.env, **(env or {})}
         process = subprocess.Popen([self.dask, *args], stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, cwd=self.folder, env=env)
         log.close()

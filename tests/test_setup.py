@@ -28,10 +28,13 @@ def test_makefile_targets_create_the_venv_and_run_what_the_readme_says():
     assert re.search(lab, makefile, re.M)
     assert re.search(r"^test: \$\(STAMP\) system-test\n\t\$\(BIN\)/python -m pytest", makefile,
                      re.M)
-    # the system packages: the sandbox for both, the browser for the tests
+    # the system packages: the sandbox for both; the browser and the hub's proxy (npm) for
+    # the tests; npm for the class hub
     assert re.search(r"^system:\n\t@scripts/system-packages.sh bwrap:bubblewrap$", makefile, re.M)
     assert re.search(r"^system-test:\n\t@scripts/system-packages.sh bwrap:bubblewrap "
-                     r"chromium:chromium$", makefile, re.M)
+                     r"chromium:chromium npm:npm$", makefile, re.M)
+    assert re.search(r"^class: \$\(STAMP\) system\n\t@scripts/system-packages.sh npm:npm\n"
+                     r"\t\$\(BIN\)/course hub", makefile, re.M)
     assert re.search(r"^\$\(STAMP\): pyproject.toml\n(\t.*\n)*\t.*-m venv", makefile, re.M)
 
 
