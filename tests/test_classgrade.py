@@ -230,7 +230,8 @@ def test_rerun_is_identical_and_one_more_student_leaves_the_others(graded_demo, 
     with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
         gradebook.update_or_create_assignment(A, duedate=parse_utc("2026-12-01 09:00:00 UTC"))
     lines = []
-    classgrade.grade_class(ROOT, again, out, [A], settings, log=lines.append)
+    results = classgrade.grade_class(ROOT, again, out, [A], settings, log=lines.append)
+    classgrade.report(ROOT, out, results)  # what course-grade class writes after grading
     rows = {row["student"]: row for row in csv.DictReader(open(out / "grades.csv"))}
     assert "submitted 1 h 30 min after the due date" in rows["perfect"]["problems"]
     assert "after the due date" not in rows["mistake-sgd-step"]["problems"]
