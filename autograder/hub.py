@@ -150,6 +150,9 @@ def setup(config: HubConfig, root: Path, log=print) -> None:
         raise CourseError("The class hub creates accounts and starts each person's "
                           "JupyterLab as that person: run it as root (sudo make class).")
     _check_readable(root)
+    if config.path.stat().st_mode & 0o077:  # it holds everyone's password
+        config.path.chmod(0o600)
+        log(f"{config.path} holds the passwords: now readable by root only")
     # nbgrader's gradebook calls `alembic` by name: this Python's scripts come first.
     os.environ["PATH"] = course.tool_env()["PATH"]
     for name in config.passwords:

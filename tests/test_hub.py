@@ -358,6 +358,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     for path in (inbound, home(ADA) / A1 / NB[A1], course_dir / "gradebook.db",
                  course_dir / "solutions"):
         assert as_user(BOB, "ls", str(path)).returncode != 0, path
+    assert as_user(BOB, "cat", str(config.path)).returncode != 0  # hub.toml: the passwords
 
     # the hub restarts; nothing is lost
     for person in people.values():
@@ -466,18 +467,23 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
         [str(Path(sys.executable).parent / "course"), "hub", "--config", str(config.path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{config.url}/hub/api/", timeout=2):
-                break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, \
-                process.communicate()[0][-3000:]
-            time.sleep(0.5)
-    assert (config.course_dir / "submitted" / ADA).is_dir()  # the class's work is kept
-    process.send_signal(signal.SIGINT)
-    said, _ = process.communicate(timeout=90)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{config.url}/hub/api/", timeout=2):
+                    break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, \
+                    process.communicate()[0][-3000:]
+                time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        said, _ = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:  # a failed check above: end it and what it started
+            process.send_signal(signal.SIGINT)
+            process.wait(90)
     assert process.returncode == 0, said[-3000:]
     assert f"The class hub is at {config.url}" in said and "The class hub stopped" in said
     assert not _processes(), _processes()
+    assert hub.load(config.path).students  # the config it was given is still there
