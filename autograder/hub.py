@@ -191,8 +191,11 @@ def _account(name: str, log) -> None:
     try:
         pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash",
-                        name], check=True, capture_output=True)
+        made = subprocess.run(["useradd", "--create-home", "--user-group", "--shell",
+                               "/bin/bash", name], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise CourseError(f"useradd could not create the account {name}: "
+                              f"{made.stderr.strip() or made.returncode}.") from None
         log(f"created the account {name}")
     home(name).mkdir(parents=True, exist_ok=True)
     _own(home(name), name)

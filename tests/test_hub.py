@@ -38,6 +38,7 @@ from browser_support import filled_notebook, slug
 
 from autograder import engine, hub
 from autograder.errors import CourseError
+from autograder.hub import home
 from autograder.notebooks import (
     grade_id,
     is_answer,
@@ -263,10 +264,6 @@ class Person:
 def as_user(name: str, *command: str) -> subprocess.CompletedProcess:
     return subprocess.run(["runuser", "-u", name, "--", *command], capture_output=True,
                           text=True)
-
-
-def home(name: str) -> Path:
-    return Path(pwd.getpwnam(name).pw_dir)
 
 
 def answer(student: str, assignment: str, full: bool) -> None:
