@@ -132,7 +132,8 @@ def cmd_hub(args) -> int:
     from autograder import hub
 
     root = course.find_root()
-    return hub.serve(Path(args.config) if args.config else root / "hub.toml", root)
+    return hub.serve(Path(args.config) if args.config else root / "hub.toml", root,
+                     log=lambda line: print(line, flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -455,6 +455,7 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
     """`course hub --config FILE` (what `make class` runs) set up again over a class in
     progress, served, and stopped by Ctrl-C with everything it started."""
     import signal
+    import threading
     import time
     import urllib.request
 
@@ -464,22 +465,25 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
         [str(Path(sys.executable).parent / "course"), "hub", "--config", str(config.path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
+    said = []  # what it printed, line by line, read as it goes
+    reader = threading.Thread(target=lambda: said.extend(process.stdout), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{config.url}/hub/api/", timeout=2):
-                    break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, \
-                    process.communicate()[0][-3000:]
-                time.sleep(0.5)
+        # ready once it says where it is (the API answers a moment before that line)
+        while not any(f"The class hub is at {config.url}" in line for line in said):
+            assert process.poll() is None and time.monotonic() < deadline, "".join(said)[-3000:]
+            time.sleep(0.5)
+        with urllib.request.urlopen(f"{config.url}/hub/api/", timeout=10) as answer:
+            assert answer.status == 200
         process.send_signal(signal.SIGINT)
-        said, _ = process.communicate(timeout=90)
+        process.wait(90)
+        reader.join(30)
     finally:
         if process.poll() is None:  # a failed check above: end it and what it started
             process.send_signal(signal.SIGINT)
             process.wait(90)
+    said = "".join(said)
     assert process.returncode == 0, said[-3000:]
     assert f"The class hub is at {config.url}" in said and "The class hub stopped" in said
     assert not _processes(), _processes()
