@@ -10,13 +10,16 @@ replacement sources for that cell:
 - `ok_*.py`: another correct solution; it must score full marks.
 
 A submission is the release notebook with every answer taken from the solution,
-except the replaced ones. Exercises of one notebook do not call each other, so one
-submission carries one mutant of every exercise: a notebook needs as many
-submissions as its largest mutant set, plus a blank one and a perfect one. Where
-the solution of one exercise calls another (clip_rows calling deduplicate), a wrong
-mutant of the callee may cost the caller points too; the caller's score is then not
-judged in that submission, and the planner never puts a wrong mutant of the caller
-into a submission with a wrong mutant of its callee.
+except the replaced ones; one submission carries one mutant of every exercise, so a
+notebook needs about as many submissions as its largest mutant set, plus a blank one
+and a perfect one.
+
+Each exercise's points depend on that exercise alone. Where one exercise calls another
+(clip_rows calling deduplicate), the caller's tests run it with the library's known-good
+callee (`sparse_embeddings.mirrors.known_good`). The planner never puts a wrong mutant
+beside a wrong mutant of an exercise it calls or that calls it, so every wrong callee
+is graded beside a right caller (the solution's or an `ok_` one), and that caller must
+keep full marks: the proof that a wrong callee costs only its own points.
 """
 
 from __future__ import annotations
@@ -134,21 +137,11 @@ class Verdict:
     wrong_callees: tuple[str, ...] = ()
 
     @property
-    def judged(self) -> bool:
-        """False where a wrong callee may rightly cost this exercise points (the planner
-        keeps a wrong mutant away from wrong callees, so only non-mutants meet this)."""
-        if self.mutant is not None and self.mutant.kind == "wrong":
-            return not self.wrong_callees
-        return self.mutant is not None or not self.wrong_callees
-
-    @property
     def expected_full(self) -> bool:
         return self.mutant is None or self.mutant.kind == "ok"
 
     @property
     def ok(self) -> bool:
-        if not self.judged:
-            return True
         if self.student == BLANK:
             return self.score == 0
         if self.expected_full:

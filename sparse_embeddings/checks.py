@@ -201,7 +201,9 @@ def _changed_rows(before: np.ndarray, after: np.ndarray) -> list[int]:
     if before.ndim == 0:
         return [] if np.array_equal(before, after, equal_nan=True) else [0]
     differs = ~np.isclose(before, after, rtol=0.0, atol=0.0, equal_nan=True)
-    return np.flatnonzero(differs.reshape(len(before), -1).any(axis=1)).tolist()
+    # not reshape(len, -1): a table of no rows has no -1 to infer
+    return np.flatnonzero(differs.reshape(len(before), int(np.prod(before.shape[1:])))
+                          .any(axis=1)).tolist()
 
 
 def check_unchanged(before, after, name: str = "variable", rows=None,

@@ -301,6 +301,8 @@ def shard_sizes(num_rows: int, num_shards: int) -> list[int]:
 def shard_of(row_ids, num_rows: int, num_shards: int) -> np.ndarray:
     """Which shard holds each row (the library version of notebook 06's exercise).
 
+    Library version of notebook 06's exercise `shard_of`.
+
     row_ids: ints (list, NumPy array or tensor, any integer dtype); returns an int64
     NumPy array of the same shape. Ids outside [0, num_rows) raise ValueError.
     """

@@ -27,6 +27,8 @@ __all__ = ["PartiallyFrozenEmbedding"]
 class PartiallyFrozenEmbedding(keras.layers.Layer):
     """An embedding whose rows `0..P-1` are a frozen pretrained matrix, and `P..P+N-1` trainable.
 
+    Library version of notebook 03's exercise `PartiallyFrozenEmbedding`.
+
     Args:
         pretrained: a matrix of shape `(P, dim)` (NumPy array, tensor or nested
             list): the frozen rows, in order. It is copied into the layer's

@@ -52,6 +52,8 @@ URL_PATTERN = re.compile(r"^https?://", re.IGNORECASE)
 def normalize_token(token: str) -> str:
     """`@user` -> `<USR>`, `http(s)://...` -> `<URL>`, any other token lowercased.
 
+    Library version of notebook 05's exercise `normalize_token`.
+
     A mention is `@` followed by at least one character (a lone `@` stays);
     a URL starts with `http://` or `https://`, in any case. GloVe 6B is
     lowercase, so other tokens are lowercased to find their GloVe row; the
@@ -72,7 +74,10 @@ def build_vocab(sentences: Iterable[Sequence[str]], glove_words: Sequence[str],
                 min_count: int = 1) -> dict[str, int]:
     """Token -> id: `<PAD>` 0, `<UNK>` 1, GloVe word `i` at `i + 2`, then the tokens of
     `sentences` that GloVe lacks and that occur at least `min_count` times, in order of
-    first occurrence."""
+    first occurrence.
+
+    Library version of notebook 05's exercise `build_vocab`.
+    """
     vocab = {PAD: 0, UNK: 1}
     for word in glove_words:
         vocab.setdefault(word, len(vocab))
@@ -82,9 +87,10 @@ def build_vocab(sentences: Iterable[Sequence[str]], glove_words: Sequence[str],
             vocab[token] = len(vocab)
     return vocab
 
-
 def encode_batch(sentences, vocab: dict[str, int], tag_index: dict[str, int]):
     """Padded arrays of a batch of `(tokens, tags)`: `(ids, tags, lengths)`.
+
+    Library version of notebook 05's exercise `encode_batch`.
 
     ids, tags: int32 (batch, longest), 0 after each sentence's end; a token not in
     `vocab` gets `vocab["<UNK>"]`; lengths: int32 (batch,).
@@ -103,12 +109,18 @@ def encode_batch(sentences, vocab: dict[str, int], tag_index: dict[str, int]):
 def masked_cross_entropy(tags, logits, lengths):
     """Cross-entropy averaged over each sentence's real tokens, then over the batch.
 
+    Library version of notebook 05's exercise `masked_cross_entropy`.
+
     tags: int (batch, time); logits: float (batch, time, num_tags); lengths: int (batch,).
+    Whatever tags and logits hold after a sentence's length (an id out of range, NaN)
+    changes neither the loss nor its gradient.
     """
     logits = tf.convert_to_tensor(logits)
-    mask = tf.sequence_mask(lengths, tf.shape(logits)[1], dtype=logits.dtype)
+    real = tf.sequence_mask(lengths, tf.shape(logits)[1])
     per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(tags, tf.int32), logits=logits)
+        labels=tf.where(real, tf.cast(tags, tf.int32), 0),
+        logits=tf.where(real[..., None], logits, tf.zeros_like(logits)))
+    mask = tf.cast(real, logits.dtype)
     per_sentence = tf.reduce_sum(per_token * mask, axis=1) / tf.cast(lengths, logits.dtype)
     return tf.reduce_mean(per_sentence)
 
@@ -117,6 +129,8 @@ def build_tagger(pretrained, num_new_rows: int, num_tags: int, units: int = 64,
                  num_chars: int = 0, char_dim: int = 25, char_filters: int = 50,
                  dropout: float = 0.3) -> keras.Model:
     """Word ids (batch, time) -> logits (batch, time, num_tags).
+
+    Library version of notebook 05's exercise `build_tagger`.
 
     pretrained: (P, d) frozen rows (padding and `<UNK>` first, then GloVe); the
     `num_new_rows` after them train. A bidirectional LSTM of `units` per direction
@@ -188,6 +202,8 @@ class CharCNN(keras.layers.Layer):
 def train_step(model, optimizer, batch, clip_norm: float = 5.0):
     """One training step on `batch = (inputs, tags, lengths)`; returns the loss.
 
+    Library version of notebook 05's exercise `train_step`.
+
     The gradients are clipped to a global norm of `clip_norm` with
     `tf.clip_by_global_norm`, which scales an `IndexedSlices` without densifying it,
     so that `LazyAdam` updates only the embedding rows looked up.
@@ -204,6 +220,8 @@ def train_step(model, optimizer, batch, clip_norm: float = 5.0):
 
 def extract_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """Entity spans `(type, start, end)` of one BIO tag sequence, `end` exclusive.
+
+    Library version of notebook 05's exercise `extract_spans`.
 
     conlleval's rules: `B-x` opens a span; `I-x` continues a span of type x and
     opens one after `O` or another type; `O` closes.
@@ -230,6 +248,8 @@ def _prf(correct: int, predicted: int, true: int) -> dict[str, float]:
 
 def precision_recall_f1(true_tags, pred_tags) -> dict:
     """Span-level scores of predicted tag sequences, as seqeval (default mode) and conlleval.
+
+    Library version of notebook 05's exercise `precision_recall_f1`.
 
     true_tags, pred_tags: lists of sentences, each a list of BIO tags.
     Returns {"precision", "recall", "f1", "support"} (micro-averaged over all spans)

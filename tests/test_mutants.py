@@ -16,6 +16,7 @@ from autograder.notebooks import (
     write_notebook,
 )
 from conftest import MUTANTS, ROOT, assignments, solution_paths
+from sparse_embeddings.mirrors import MIRRORS
 
 
 @functools.cache
@@ -31,6 +32,11 @@ def test_every_exercise_has_its_mutants(path):
         assert kinds.count("wrong") >= 2 and kinds.count("ok") >= 1, (
             f"{path.parent.name}/{name}: {kinds.count('wrong')} wrong_* and "
             f"{kinds.count('ok')} ok_* under tests/mutants; want at least 2 and 1")
+        if name in MIRRORS:  # an exercise the library has its own version of
+            labels = [m.path.name for m in found.get(name, [])]
+            assert "wrong_delegates.py" in labels, (
+                f"{path.parent.name}/{name}: no wrong_delegates.py (an answer that calls "
+                "the library's version) under tests/mutants")
 
 
 def test_plan_carries_one_mutant_of_each_exercise_per_submission():
@@ -64,11 +70,19 @@ def test_mutants_are_graded_as_expected(assignment):
     blank = [v for v in verdicts if v.student == mutants.BLANK]
     assert perfect and all(v.score == v.max_score > 0 for v in perfect)
     assert blank and sum(v.score for v in blank) == 0
-    # every wrong mutant was graded, on its own exercise
-    judged = {v.mutant.label for v in verdicts
-              if v.mutant is not None and v.mutant.exercise == v.exercise and v.judged}
+    # every mutant was graded, on its own exercise
+    graded_ = {v.mutant.label for v in verdicts
+               if v.mutant is not None and v.mutant.exercise == v.exercise}
     expected = {m.label for ms in mutants.discover(MUTANTS / assignment).values() for m in ms}
-    assert judged == expected
+    assert graded_ == expected
+    # each wrong callee sat beside a right caller, which kept full marks (checked by v.ok
+    # above): a mistake costs only its own exercise's points
+    solution = read_notebook(course.solution_notebooks(ROOT, assignment)[0])
+    for caller, called in mutants.callees_of(exercises(solution)).items():
+        for callee in called:
+            beside = [v for v in verdicts if v.exercise == caller and callee in v.wrong_callees
+                      and v.expected_full]
+            assert beside, f"no wrong {callee} was graded beside a right {caller}"
 
 
 @pytest.mark.slow

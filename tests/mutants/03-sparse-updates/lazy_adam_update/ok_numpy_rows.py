@@ -1,5 +1,6 @@
 # Another correct answer: do the row arithmetic in NumPy, write back the touched rows only.
 def lazy_adam_update(var, m, v, slices, step, lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    step = float(step)  # a Python int or a tensor
     ids, positions = np.unique(slices.indices.numpy(), return_inverse=True)
     g = np.zeros((len(ids), var.shape[1]), np.float32)
     np.add.at(g, positions, slices.values.numpy())
