@@ -100,13 +100,14 @@ def test_grade_id_contract(path):
 @pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
 def test_setup_keeps_tensorflow_logs_out_of_test_cells(path):
     """nbgrader scores a test cell 0 when it writes anything to stderr, and TensorFlow logs
-    to stderr when its runtime starts: the imports cell silences it and starts it there."""
+    to stderr when its runtime starts: the imports cell's first import starts it with that
+    log silenced (`sparse_embeddings.runtime`, tested in test_runtime.py)."""
     nb = read_notebook(path)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
-    assert 'os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"' in first_code.source
-    assert "tf.config.list_logical_devices()" in first_code.source
-    assert first_code.source.index("TF_CPP_MIN_LOG_LEVEL") < first_code.source.index(
-        "import tensorflow")
+    source = first_code.source
+    assert "import sparse_embeddings.runtime" in source
+    assert source.index("import sparse_embeddings.runtime") < min(
+        source.index(other) for other in ("import keras", "import tensorflow"))
 
 
 @pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
@@ -116,3 +117,29 @@ def test_test_cells_are_plain_python(path):
     for cell in read_notebook(path).cells:
         if is_test(cell):
             compile(cell.source, grade_id(cell), "exec")
+
+
+@pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
+def test_each_exercise_heading_says_its_points(path):
+    """nbgrader style: the section heading above an exercise gives its points, and they are
+    the points of its test cells (or of its manually graded answer)."""
+    import re
+
+    nb = read_notebook(path)
+    heading, sections, points = None, {}, {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and not meta:
+            for line in cell.source.splitlines():
+                if line.startswith("## "):
+                    heading = line
+        if meta.get("solution") and meta.get("grade_id"):
+            sections.setdefault(heading, []).append(meta["grade_id"])
+        if meta.get("grade"):
+            points[meta["grade_id"]] = meta.get("points", 0)
+    assert sections
+    for heading, names in sections.items():
+        total = sum(p for g, p in points.items() for n in names
+                    if g in (n, f"test_{n}") or g.startswith(f"test_{n}_"))
+        found = re.search(r"\((\d+) points?\)$", heading or "")
+        assert found and int(found.group(1)) == total, (heading, names, total)

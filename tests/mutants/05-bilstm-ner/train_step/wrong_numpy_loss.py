@@ -1,5 +1,5 @@
-# Mistake: returns the loss as a Python float: fine eagerly, but a tf.function (the
-# training loop) cannot turn a symbolic tensor into a float.
+# Mistake: returns the loss as a NumPy value: fine eagerly, but in a tf.function (the
+# training loop) the loss is a symbolic tensor, which has no .numpy().
 def train_step(model, optimizer, batch, clip_norm=5.0):
     inputs, tags, lengths = batch
     with tf.GradientTape() as tape:
@@ -7,4 +7,4 @@ def train_step(model, optimizer, batch, clip_norm=5.0):
     grads = tape.gradient(loss, model.trainable_variables)
     grads, _ = tf.clip_by_global_norm(grads, clip_norm)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return float(loss)
+    return loss.numpy()
