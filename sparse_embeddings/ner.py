@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -34,6 +33,7 @@ import tensorflow as tf
 
 from sparse_embeddings.layers import PartiallyFrozenEmbedding
 from sparse_embeddings.optimizers import LazyAdam
+from sparse_embeddings.progress import Progress
 
 PAD, UNK, USR, URL = "<PAD>", "<UNK>", "<USR>", "<URL>"
 ENTITY_TYPES = ("company", "facility", "geo-loc", "movie", "musicartist", "other", "person",
@@ -452,8 +452,8 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
     """Train with LazyAdam, one `train_step` per batch; returns the history.
 
     history: "loss" (one per step), "epoch_loss", "val_f1" (one per epoch, when
-    `validation` is given), "seconds". With `verbose`, a Keras progress bar on
-    stdout (never stderr: a graded cell must not write there). With `logdir`,
+    `validation` is given), "seconds". With `verbose`, a progress line per epoch
+    (`progress.Progress`: updated in place in a notebook; never on stderr). With `logdir`,
     TensorBoard scalars `loss` (per step) and `val_f1` (per epoch). With
     `restore_best` (and `validation`), the weights of the epoch with the best
     validation F1 are put back at the end (early stopping on validation, never test).
@@ -483,10 +483,7 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
     start = time.perf_counter()
     steps_per_epoch = math.ceil(len(train) / batch_size)
     for epoch in range(epochs):
-        bar = (keras.utils.Progbar(steps_per_epoch, stateful_metrics=["val_f1"])
-               if verbose else None)
-        if bar is not None:
-            print(f"Epoch {epoch + 1}/{epochs}", file=sys.stdout)
+        bar = Progress(steps_per_epoch, f"Epoch {epoch + 1}/{epochs}") if verbose else None
         losses = []
         for k, chunk in enumerate(batches(train, batch_size, rng)):
             inputs, tags, lengths = tagger.batch(chunk)
@@ -502,13 +499,13 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
                 with writer.as_default():
                     tf.summary.scalar("loss", loss, step=epoch * steps_per_epoch + k)
             if bar is not None and k + 1 < steps_per_epoch:
-                bar.update(k + 1, [("loss", loss)])
+                bar.update(k + 1, loss=loss)
         history["epoch_loss"].append(float(np.mean(losses)))
-        values = [("loss", losses[-1])]
+        values = {"loss": losses[-1]}
         if validation is not None:
             f1 = tagger.evaluate(validation)["f1"]
             history["val_f1"].append(f1)
-            values.append(("val_f1", f1))
+            values["val_f1"] = f1
             if restore_best and f1 > best_f1:
                 best_f1, best_weights = f1, tagger.model.get_weights()
                 history["best_epoch"] = epoch + 1
@@ -516,7 +513,7 @@ def fit(tagger: Tagger, train, validation=None, epochs: int = 10, batch_size: in
                 with writer.as_default():
                     tf.summary.scalar("val_f1", f1, step=epoch + 1)
         if bar is not None:
-            bar.update(steps_per_epoch, values)
+            bar.update(steps_per_epoch, **values)
     if writer is not None:
         writer.flush()
     if best_weights is not None:

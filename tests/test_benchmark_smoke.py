@@ -50,3 +50,25 @@ def test_sparse_step_benchmark_smoke(tmp_path):
     assert sgd["ratio_to_sparse_sgd"] == 1.0
     assert [t["target"].split(" at ")[0] for t in report["targets"]] == [
         "LazyAdam >= 100x faster than Keras Adam", "LazyAdam within 2x of sparse SGD"]
+
+
+def test_notebook_stats_benchmark_counts_each_notebook(tmp_path):
+    """`benchmarks/notebooks.py` (without --run): one row per notebook, counts that agree
+    with the notebooks' own metadata, a printed table."""
+    from autograder import course
+    from autograder.notebooks import exercises, read_notebook
+
+    out = tmp_path / "notebooks.json"
+    completed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "notebooks.py"),
+                                "--out", str(out)], capture_output=True, text=True,
+                               timeout=120, cwd=ROOT)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "| notebook | exercises | points |" in completed.stdout
+    rows = {r["notebook"]: r for r in json.loads(out.read_text())["notebooks"]}
+    assert list(rows) == course.assignments(ROOT)
+    for name, row in rows.items():
+        nb = read_notebook(course.solution_notebooks(ROOT, name)[0])
+        assert row["exercises"] == len(exercises(nb))
+        assert row["markdown_cells"] == sum(c.cell_type == "markdown" for c in nb.cells)
+        assert row["links"] >= 1 and row["reading_minutes"] > 0
+        assert "run_seconds" not in row
