@@ -1,4 +1,4 @@
-"""Train notebook 05's BiLSTM tagger in full and measure it against a baseline without GloVe.
+"""Train notebook 06's BiLSTM tagger in full and measure it against a baseline without GloVe.
 
     .venv/bin/python benchmarks/ner.py                    # about 4 minutes on 2 cores
     .venv/bin/python benchmarks/ner.py --seeds 0,1,2      # the spread across three seeds

@@ -1,6 +1,6 @@
 """A parameter-server cluster on localhost, and what a step of a sharded table sends.
 
-Notebook 06 trains an embedding table sharded across parameter servers with
+Notebook 07 trains an embedding table sharded across parameter servers with
 `tf.distribute.ParameterServerStrategy`. Starting and stopping the servers is not
 the lesson, so it lives here:
 
@@ -16,7 +16,7 @@ to a log file (nbgrader fails a test cell that writes to stderr), whose last lin
 failure message quotes. As with any `multiprocessing` code, a script that starts a
 cluster keeps its top level under `if __name__ == "__main__":`.
 
-The rest is the arithmetic of notebook 06: `shard_sizes` and `shard_of` (the row
+The rest is the arithmetic of notebook 07: `shard_sizes` and `shard_of` (the row
 layout of `tf.distribute.experimental.partitioners.FixedShardsPartitioner`),
 `lookup` (a table read shard by shard, unique ids only, counting the bytes of the
 tensors that cross to and from the parameter servers), `make_train_step` and
@@ -299,9 +299,9 @@ def shard_sizes(num_rows: int, num_shards: int) -> list[int]:
 
 
 def shard_of(row_ids, num_rows: int, num_shards: int) -> np.ndarray:
-    """Which shard holds each row (the library version of notebook 06's exercise).
+    """Which shard holds each row (the library version of notebook 07's exercise).
 
-    Library version of notebook 06's exercise `shard_of`.
+    Library version of notebook 07's exercise `shard_of`.
 
     row_ids: ints (list, NumPy array or tensor, any integer dtype); returns an int64
     NumPy array of the same shape. Ids outside [0, num_rows) raise ValueError.
@@ -389,7 +389,7 @@ def make_train_step(strategy, table, optimizer, sparse: bool = True):
 def predicted_traffic(ids, num_rows: int, dim: int, sparse: bool = True,
                       value_bytes: int = VALUE_BYTES, id_bytes: int = ID_BYTES) -> int:
     """Bytes a step of `make_train_step` moves between worker and parameter servers
-    (the library version of notebook 06's `step_traffic_bytes`).
+    (the library version of notebook 07's `step_traffic_bytes`).
 
     Sparse: each unique id goes out once (id_bytes), its row comes back (dim values), and
     its gradient row goes out with its index: 2 * unique * (dim * value_bytes + id_bytes).

@@ -1,6 +1,6 @@
-"""A BiLSTM named-entity tagger for tweets: the library version of notebook 05.
+"""A BiLSTM named-entity tagger for tweets: the library version of notebooks 05 and 06.
 
-The notebook's exercises (`normalize_token`, `build_vocab`, `encode_batch`,
+The notebooks' exercises (`normalize_token`, `build_vocab`, `encode_batch`,
 `masked_cross_entropy`, `build_tagger`, `train_step`, `extract_spans`,
 `precision_recall_f1`) are here as the course's reference, shared by
 `benchmarks/ner.py`, with what is not the lesson: character ids, batching,
@@ -130,7 +130,7 @@ def build_tagger(pretrained, num_new_rows: int, num_tags: int, units: int = 64,
                  dropout: float = 0.3) -> keras.Model:
     """Word ids (batch, time) -> logits (batch, time, num_tags).
 
-    Library version of notebook 05's exercise `build_tagger`.
+    Library version of notebook 06's exercise `build_tagger`.
 
     pretrained: (P, d) frozen rows (padding and `<UNK>` first, then GloVe); the
     `num_new_rows` after them train. A bidirectional LSTM of `units` per direction
@@ -202,7 +202,7 @@ class CharCNN(keras.layers.Layer):
 def train_step(model, optimizer, batch, clip_norm: float = 5.0):
     """One training step on `batch = (inputs, tags, lengths)`; returns the loss.
 
-    Library version of notebook 05's exercise `train_step`.
+    Library version of notebook 06's exercise `train_step`.
 
     The gradients are clipped to a global norm of `clip_norm` with
     `tf.clip_by_global_norm`, which scales an `IndexedSlices` without densifying it,
@@ -221,7 +221,7 @@ def train_step(model, optimizer, batch, clip_norm: float = 5.0):
 def extract_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     """Entity spans `(type, start, end)` of one BIO tag sequence, `end` exclusive.
 
-    Library version of notebook 05's exercise `extract_spans`.
+    Library version of notebook 06's exercise `extract_spans`.
 
     conlleval's rules: `B-x` opens a span; `I-x` continues a span of type x and
     opens one after `O` or another type; `O` closes.
@@ -249,7 +249,7 @@ def _prf(correct: int, predicted: int, true: int) -> dict[str, float]:
 def precision_recall_f1(true_tags, pred_tags) -> dict:
     """Span-level scores of predicted tag sequences, as seqeval (default mode) and conlleval.
 
-    Library version of notebook 05's exercise `precision_recall_f1`.
+    Library version of notebook 06's exercise `precision_recall_f1`.
 
     true_tags, pred_tags: lists of sentences, each a list of BIO tags.
     Returns {"precision", "recall", "f1", "support"} (micro-averaged over all spans)
