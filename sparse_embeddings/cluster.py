@@ -322,6 +322,9 @@ def _nbytes(tensor):
 def lookup(table, ids):
     """Rows `ids` of a `ShardedVariable`, read shard by shard, each unique id once.
 
+    Library version of notebook 07's exercise `sharded_lookup` (which takes the shards
+    and returns the rows only).
+
     Returns (rows, traffic): rows (len(ids), dim) and {"ids": bytes of the ids sent to the
     parameter servers, "rows": bytes of the rows they sent back}, counted from those tensors.
     """

@@ -43,6 +43,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "precision_recall_f1": ("sparse_embeddings.ner:precision_recall_f1",),
     "shard_of": ("sparse_embeddings.cluster:shard_of", "sparse_embeddings.cluster:shard_sizes"),
     "step_traffic_bytes": ("sparse_embeddings.cluster:predicted_traffic",),
+    "sharded_lookup": ("sparse_embeddings.cluster:lookup",),
 }
 
 

@@ -151,6 +151,13 @@ def test_notebook_07_solutions_equal_the_library():
             assert ns["step_traffic_bytes"](ids, num_rows, 8, sparse=sparse_) == \
                 cluster.predicted_traffic(ids, num_rows, 8, sparse=sparse_)
 
+    class Table:  # what cluster.lookup reads of a ShardedVariable
+        variables = [tf.Variable(rng.normal(size=(n, 3)).astype(np.float32)) for n in (4, 3, 3)]
+
+    ids = tf.constant(rng.integers(0, 10, 25))
+    np.testing.assert_array_equal(ns["sharded_lookup"](Table.variables, ids),
+                                  cluster.lookup(Table, ids)[0])
+
 
 # --- own_work: every route to the library is caught, references in the test are not ---
 
