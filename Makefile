@@ -41,8 +41,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
+# JupyterLab's defaults for this environment: no "get notified about Jupyter news?" pop-up
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
 lab: $(STAMP) system
 	@$(BIN)/course doctor
+	@mkdir -p $(dir $(LAB_OVERRIDES)) && cp autograder/lab-overrides.json $(LAB_OVERRIDES)
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
 # nodejs/npm: JupyterHub's proxy (configurable-http-proxy, installed from npm on first use)

@@ -72,6 +72,10 @@ def test_make_lab_serves_the_notebooks(tmp_path):
         # students get nbgrader's Validate button: its lab extension is served
         _, body = get(f"{base}/lab/api/extensions?token={token}")
         assert "jupyter-nbgrader" in {e["name"] for e in json.loads(body)}
+        # and no "get notified about Jupyter news?" pop-up: fetchNews is off by default
+        _, body = get(f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification"
+                      f"?token={token}")
+        assert json.loads(body)["schema"]["properties"]["fetchNews"]["default"] == "false"
         with pytest.raises(urllib.error.HTTPError):  # and nothing without the token
             get(f"{base}/api/contents")
     finally:
