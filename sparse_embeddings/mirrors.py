@@ -25,8 +25,9 @@ import warnings
 
 from sparse_embeddings.checks import CheckFailed
 
-# exercise grade id -> the library objects that do the same job ("module:attribute")
-MIRRORS: dict[str, tuple[str, ...]] = {
+# exercise grade id -> the library objects that do the same job ("module:attribute");
+# read-only, so that a notebook cannot point a test's tripwires elsewhere
+MIRRORS: types.MappingProxyType = types.MappingProxyType({
     "deduplicate": ("sparse_embeddings.sparse:deduplicate",),
     "sparse_sgd_update": ("sparse_embeddings.sparse:sparse_sgd_update",),
     "lazy_adam_update": ("sparse_embeddings.sparse:lazy_adam_update",
@@ -44,11 +45,11 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "shard_of": ("sparse_embeddings.cluster:shard_of", "sparse_embeddings.cluster:shard_sizes"),
     "step_traffic_bytes": ("sparse_embeddings.cluster:predicted_traffic",),
     "sharded_lookup": ("sparse_embeddings.cluster:lookup",),
-}
+})
 
 
 class Delegated(CheckFailed):
-    """Raised by a tripwire, and by `check_own_work` when one was reached."""
+    """Raised by a tripwire, and by `own_work` when one was reached."""
 
 
 class _Calls(list):

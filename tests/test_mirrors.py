@@ -295,3 +295,9 @@ def test_own_work_writes_nothing_to_stderr_around_tf_data(capfd):
     with own_work("PartiallyFrozenEmbedding", keras.layers.Dense):
         model.fit(np.zeros((4, 2)), np.zeros((4, 1)), epochs=1, verbose=0)
     assert capfd.readouterr().err == ""
+
+
+def test_a_notebook_cannot_point_the_tripwires_elsewhere():
+    with pytest.raises(TypeError):
+        mirrors.MIRRORS["deduplicate"] = ("sparse_embeddings.sparse:sum_duplicates",)
+    assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",)
