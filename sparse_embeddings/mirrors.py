@@ -92,8 +92,11 @@ def _functions(obj) -> list[types.FunctionType]:
 def _header(function: types.FunctionType) -> str:
     """`function`'s parameters with every default as None and no annotations: the
     tripwire keeps the signature that callers (Keras reads `__init__`'s) inspect."""
-    parts, star = [], False
+    parts, star, positional_only = [], False, False
     for p in inspect.signature(function).parameters.values():
+        if positional_only and p.kind is not p.POSITIONAL_ONLY:
+            parts.append("/")
+        positional_only = p.kind is p.POSITIONAL_ONLY
         if p.kind is p.VAR_POSITIONAL:
             parts.append(f"*{p.name}")
             star = True
@@ -105,9 +108,8 @@ def _header(function: types.FunctionType) -> str:
             parts.append("*")
             star = True
         parts.append(p.name + ("=None" if p.default is not p.empty else ""))
-        if p.kind is p.POSITIONAL_ONLY and (
-                len(parts) == len(inspect.signature(function).parameters)):
-            parts.append("/")
+    if positional_only:
+        parts.append("/")
     return ", ".join(parts)
 
 

@@ -301,3 +301,18 @@ def test_a_notebook_cannot_point_the_tripwires_elsewhere():
     with pytest.raises(TypeError):
         mirrors.MIRRORS["deduplicate"] = ("sparse_embeddings.sparse:sum_duplicates",)
     assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",)
+
+
+def test_a_tripwire_keeps_any_signature():
+    def odd(a, b=2, /, c=3, *rest, d, e=5, **more):
+        return a + b + c + d + e + sum(rest) + sum(more.values())
+
+    code = mirrors._tripwire_code(lambda *args, **kwargs: (args, kwargs), odd)
+    copy = types.FunctionType(code, {}, "odd", odd.__defaults__)
+    copy.__kwdefaults__ = odd.__kwdefaults__
+    import inspect
+
+    assert inspect.signature(copy) == inspect.signature(odd).replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty)
+                    for p in inspect.signature(odd).parameters.values()])
+    assert copy(1, d=4) == ((1, 2, 3), {"d": 4, "e": 5})
