@@ -52,13 +52,6 @@ class Delegated(CheckFailed):
     """Raised by a tripwire, and by `own_work` when one was reached."""
 
 
-class _Calls(list):
-    """The names of the tripwires reached; hashable by identity, as a code constant must be
-    for TensorFlow's caches."""
-
-    __hash__ = object.__hash__
-
-
 def versions(exercise: str) -> list[tuple[str, object]]:
     """(dotted name, object) of each library version of `exercise`."""
     found = []
@@ -125,8 +118,6 @@ def _forward(function: types.FunctionType) -> str:
 class _Gate:
     """What a tripwire calls: the library's own code for a caller outside the answer (a
     test computing its reference), a recorded refusal for the answer."""
-
-    __hash__ = object.__hash__
 
     def __init__(self, name: str, original, answer_codes: frozenset | None, calls: list):
         self.name, self.original, self.answer_codes, self.calls = (
@@ -211,7 +202,7 @@ def _answer_codes(answer) -> frozenset | None:
 def _tripwires(exercise: str, answer):
     """Swap the code of every library version of `exercise` for a tripwire; yields the
     list of the names the answer reached."""
-    calls = _Calls()
+    calls: list[str] = []
     codes = _answer_codes(answer)
     swapped = []
     try:
@@ -273,8 +264,8 @@ def _filled(cell) -> bool:
 
 
 def _copies(answer, references: list[tuple[str, object]]) -> list[str]:
-    """Names of library versions whose code the answer, or a function it names, is a copy
-    of (the same code object, or the same bytecode and names)."""
+    """Names of library versions whose code the answer runs as its own: the answer is one,
+    subclasses one, or names one or a function built from its code object."""
     prints = {}
     for name, obj in references:
         for function in _functions(obj):
@@ -301,9 +292,6 @@ def own_work(exercise: str, answer=None):
     if not references:
         raise ValueError(f"no library version of {exercise!r} is listed in MIRRORS")
     copied = _copies(answer, references) if answer is not None else []
-    if isinstance(answer, type):
-        copied += [name for name, obj in references
-                   if isinstance(obj, type) and issubclass(answer, obj)]
     if copied:
         raise Delegated(f"{exercise} uses the course library's "
                         f"{', '.join(sorted(set(copied)))}: this exercise asks you to write "
