@@ -44,7 +44,7 @@ GUARDED_MODULES = ("builtins", "numpy", "numpy.testing", "numpy.testing._private
                    "sparse_embeddings.mirrors", "sparse_embeddings.sparse",
                    "sparse_embeddings.layers", "sparse_embeddings.optimizers",
                    "sparse_embeddings.ner", "sparse_embeddings.spans",
-                   "sparse_embeddings.cluster")
+                   "sparse_embeddings.tagging", "sparse_embeddings.cluster")
 # IPython puts these into builtins while a cell runs, a fresh object each time;
 # ipykernel swaps `input` (and `raw_input`, `getpass`) for each request.
 VOLATILE_BUILTINS = frozenset({"get_ipython", "exit", "quit", "display", "_", "__", "___",

@@ -113,72 +113,17 @@ def fmt_range(values) -> str:
     return f"{statistics.mean(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    import tensorflow as tf
-
-    if args.threads:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
-    import keras
-
-    from sparse_embeddings import data, ner
-
-    split = data.wnut16_split()
-    train = split["train"][: args.train_tweets] if args.train_tweets else split["train"]
-    extra = {}
-    for path in args.eval:
-        extra[f"eval:{path}"] = data.read_conll(path)
-    parts = {"validation": split["validation"], "test": split["test"], **extra}
-    log(f"GloVe, {len(train)} training tweets, {len(parts)} sets to score ...")
-    words, vectors = data.load_glove()
-
-    runs = []
-    first_tagger = None
-    if args.load:
-        tagger = ner.load_tagger(args.load, words)
-        runs.append({"model": f"loaded:{args.load.name}", "seed": None, "train_seconds": 0.0,
-                     "epochs": 0, "best_epoch": None, "tokens_per_second":
-                     throughput(tagger, split["test"]), "scores": score(tagger, parts)})
-        first_tagger = tagger
-    else:
-        for name in args.models:
-            for seed in args.seeds:
-                log(f"training {name}, seed {seed}, {args.epochs} epochs ...")
-                tagger = ner.make_tagger(train, words, vectors, units=args.units, seed=seed,
-                                         decode=args.decode, **MODELS[name])
-                history = ner.fit(tagger, train, split["validation"], epochs=args.epochs,
-                                  batch_size=args.batch_size, lr=args.lr, seed=seed,
-                                  verbose=0, restore_best=True,
-                                  word_dropout=args.word_dropout)
-                runs.append({
-                    "model": name, "seed": seed, "train_seconds": history["seconds"],
-                    "epochs": args.epochs, "best_epoch": history["best_epoch"],
-                    "val_f1_per_epoch": history["val_f1"],
-                    "tokens_per_second": throughput(tagger, split["test"]),
-                    "scores": score(tagger, parts),
-                })
-                log(f"  {history['seconds']:.0f} s, best epoch {history['best_epoch']}, "
-                    f"test F1 {runs[-1]['scores']['test']['f1']:.3f}")
-                if first_tagger is None:
-                    first_tagger = tagger
-                    if args.save:
-                        ner.save_tagger(tagger, args.save)
-                        log(f"  saved to {args.save}")
-                keras.backend.clear_session()
-
-    # the test-set predictions of the first model, readable by data.read_conll
-    predicted = first_tagger.predict(split["test"])
-    data.write_conll([(tokens, tags) for (tokens, _), tags in zip(split["test"], predicted,
-                                                                    strict=True)],
-                     args.predictions)
-
+def format_report(report: dict) -> str:
+    """The table this script prints, from its JSON alone (`benchmarks/figures.py` quotes it)."""
+    runs, config = report["runs"], report["config"]
     names = list(dict.fromkeys(r["model"] for r in runs))
     by_model = {n: [r for r in runs if r["model"] == n] for n in names}
-    lines = []
-    seeds_note = f" (mean and range over seeds {args.seeds})" if len(args.seeds) > 1 else ""
-    lines.append(f"Span F1 (seqeval, micro) of the BiLSTM tagger, {len(train)} training "
-                 f"tweets, {args.epochs} epochs{seeds_note}")
+    extra = [f"eval:{path}" for path in config.get("eval") or []]
+    seeds = config["seeds"]
+    seeds_note = f" (mean and range over seeds {seeds})" if len(seeds) > 1 else ""
+    lines = [f"Span F1 (seqeval, micro) of the BiLSTM tagger, "
+             f"{report['data']['train']['tweets']} training tweets, {config['epochs']} "
+             f"epochs{seeds_note}"]
     header = f"{'model':<16} {'val F1':>22} {'test F1':>22} {'train s':>8} {'tokens/s':>9}"
     for part in extra:
         header += f" {Path(part[5:]).name[:20]:>22}"
@@ -200,7 +145,76 @@ def main(argv=None) -> int:
         cells = [statistics.mean(r["scores"]["test"]["per_type_f1"].get(t, 0.0) for r in rs)
                  for rs in by_model.values()]
         lines.append(f"{t:<12} {support[t]:>7} " + " ".join(f"{c:>14.3f}" for c in cells))
+    if report["targets"]:
+        lines += ["", "Targets:"]
+        for t in report["targets"]:
+            lines.append(f"  [{'met' if t['met'] else 'NOT met'}] {t['target']}: "
+                         f"{t['value']:.3f}")
+    return "\n".join(lines)
 
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import tensorflow as tf
+
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    import keras
+
+    from sparse_embeddings import data, tagging
+
+    split = data.wnut16_split()
+    train = split["train"][: args.train_tweets] if args.train_tweets else split["train"]
+    extra = {}
+    for path in args.eval:
+        extra[f"eval:{path}"] = data.read_conll(path)
+    parts = {"validation": split["validation"], "test": split["test"], **extra}
+    log(f"GloVe, {len(train)} training tweets, {len(parts)} sets to score ...")
+    words, vectors = data.load_glove()
+
+    runs = []
+    first_tagger = None
+    if args.load:
+        tagger = tagging.load_tagger(args.load, words)
+        runs.append({"model": f"loaded:{args.load.name}", "seed": None, "train_seconds": 0.0,
+                     "epochs": 0, "best_epoch": None, "tokens_per_second":
+                     throughput(tagger, split["test"]), "scores": score(tagger, parts)})
+        first_tagger = tagger
+    else:
+        for name in args.models:
+            for seed in args.seeds:
+                log(f"training {name}, seed {seed}, {args.epochs} epochs ...")
+                tagger = tagging.make_tagger(train, words, vectors, units=args.units, seed=seed,
+                                         decode=args.decode, **MODELS[name])
+                history = tagging.fit(tagger, train, split["validation"], epochs=args.epochs,
+                                  batch_size=args.batch_size, lr=args.lr, seed=seed,
+                                  verbose=0, restore_best=True,
+                                  word_dropout=args.word_dropout)
+                runs.append({
+                    "model": name, "seed": seed, "train_seconds": history["seconds"],
+                    "epochs": args.epochs, "best_epoch": history["best_epoch"],
+                    "val_f1_per_epoch": history["val_f1"],
+                    "tokens_per_second": throughput(tagger, split["test"]),
+                    "scores": score(tagger, parts),
+                })
+                log(f"  {history['seconds']:.0f} s, best epoch {history['best_epoch']}, "
+                    f"test F1 {runs[-1]['scores']['test']['f1']:.3f}")
+                if first_tagger is None:
+                    first_tagger = tagger
+                    if args.save:
+                        tagging.save_tagger(tagger, args.save)
+                        log(f"  saved to {args.save}")
+                keras.backend.clear_session()
+
+    # the test-set predictions of the first model, readable by data.read_conll
+    predicted = first_tagger.predict(split["test"])
+    data.write_conll([(tokens, tags) for (tokens, _), tags in zip(split["test"], predicted,
+                                                                    strict=True)],
+                     args.predictions)
+
+    names = list(dict.fromkeys(r["model"] for r in runs))
+    by_model = {n: [r for r in runs if r["model"] == n] for n in names}
     targets = []
     main_name = names[0]
     main_test = statistics.mean(r["scores"]["test"]["f1"] for r in by_model[main_name])
@@ -216,14 +230,6 @@ def main(argv=None) -> int:
             targets.append({"target": f"beats the baseline ({BASELINE}) by >= "
                             f"{TARGETS['margin_over_baseline']} test F1",
                             "value": margin, "met": margin >= TARGETS["margin_over_baseline"]})
-    if targets:
-        lines += ["", "Targets:"]
-        for t in targets:
-            lines.append(f"  [{'met' if t['met'] else 'NOT met'}] {t['target']}: "
-                         f"{t['value']:.3f}")
-    lines += ["", f"test predictions of {main_name}: {args.predictions}", f"JSON: {args.out}"]
-    print("\n".join(lines))
-
     report = {
         "benchmark": "ner",
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
@@ -235,6 +241,8 @@ def main(argv=None) -> int:
         "runs": runs,
         "targets": targets,
     }
+    print(format_report(report))
+    print(f"\ntest predictions of {names[0]}: {args.predictions}\nJSON: {args.out}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
     return 0

@@ -25,6 +25,7 @@ __all__ = [
     "check_indexed_slices",
     "check_unchanged",
     "check_rows_changed",
+    "rows_changed",
     "check_is_variable",
     "check_same_objects",
     "check_no_none",
@@ -197,7 +198,11 @@ def check_indexed_slices(actual, indices=None, values=None, dense_shape=None,
             _fail(f"{name}.dense_shape is {got}; expected {want}.", hint)
 
 
-def _changed_rows(before: np.ndarray, after: np.ndarray) -> list[int]:
+def rows_changed(before, after) -> list[int]:
+    """The library's version of notebook 01's exercise `rows_changed`: sorted ids of the
+    rows (entries along the first axis) of `before` and `after`, arrays or tensors of
+    one shape, that differ in any entry, compared exactly (NaN equals NaN)."""
+    before, after = np.asarray(before), np.asarray(after)
     if before.ndim == 0:
         return [] if np.array_equal(before, after, equal_nan=True) else [0]
     differs = ~np.isclose(before, after, rtol=0.0, atol=0.0, equal_nan=True)
@@ -213,7 +218,7 @@ def check_unchanged(before, after, name: str = "variable", rows=None,
     a = as_numpy(after, f"{name} after")
     if a.shape != b.shape:
         _fail(f"{name} changed shape from {b.shape} to {a.shape}.", hint)
-    changed = _changed_rows(b, a)
+    changed = rows_changed(b, a)
     if rows is not None:
         keep = set(np.asarray(rows).ravel().tolist())
         changed = [r for r in changed if r in keep]
@@ -228,7 +233,7 @@ def check_rows_changed(before, after, expected_rows, name: str = "variable",
     a = as_numpy(after, f"{name} after")
     if a.shape != b.shape:
         _fail(f"{name} changed shape from {b.shape} to {a.shape}.", hint)
-    changed = _changed_rows(b, a)
+    changed = rows_changed(b, a)
     expected = sorted(set(np.asarray(expected_rows).ravel().tolist()))
     if changed != expected:
         extra = sorted(set(changed) - set(expected))

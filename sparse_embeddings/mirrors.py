@@ -28,6 +28,7 @@ from sparse_embeddings.checks import CheckFailed
 # exercise grade id -> the library objects that do the same job ("module:attribute");
 # read-only, so that a notebook cannot point a test's tripwires elsewhere
 MIRRORS: types.MappingProxyType = types.MappingProxyType({
+    "rows_changed": ("sparse_embeddings.checks:rows_changed",),
     "deduplicate": ("sparse_embeddings.sparse:deduplicate",),
     "sparse_sgd_update": ("sparse_embeddings.sparse:sparse_sgd_update",),
     "lazy_adam_update": ("sparse_embeddings.sparse:lazy_adam_update",
@@ -38,8 +39,9 @@ MIRRORS: types.MappingProxyType = types.MappingProxyType({
     "build_vocab": ("sparse_embeddings.ner:build_vocab",),
     "encode_batch": ("sparse_embeddings.ner:encode_batch",),
     "masked_cross_entropy": ("sparse_embeddings.ner:masked_cross_entropy",),
-    "build_tagger": ("sparse_embeddings.ner:build_tagger", "sparse_embeddings.ner:make_tagger"),
-    "train_step": ("sparse_embeddings.ner:train_step", "sparse_embeddings.ner:fit"),
+    "build_tagger": ("sparse_embeddings.ner:build_tagger",
+                     "sparse_embeddings.tagging:make_tagger"),
+    "train_step": ("sparse_embeddings.ner:train_step", "sparse_embeddings.tagging:fit"),
     "extract_spans": ("sparse_embeddings.ner:extract_spans",),
     "precision_recall_f1": ("sparse_embeddings.ner:precision_recall_f1",),
     "shard_of": ("sparse_embeddings.cluster:shard_of", "sparse_embeddings.cluster:shard_sizes"),

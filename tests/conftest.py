@@ -65,3 +65,47 @@ def browser(chromium):
         browser = playwright.chromium.launch(executable_path=chromium, headless=True)
         yield browser
         browser.close()
+
+
+# --- the suite's own size and time, for benchmarks/figures.py ---------------------------
+
+def pytest_sessionstart(session):
+    import time
+
+    session.config._suite_started = time.monotonic()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A run of the whole suite (the README's `make test`: no test named, selected or
+    deselected) records how many tests ran, how they ended and how long it took in
+    `benchmarks/results/suite.json`, which `benchmarks/figures.py` quotes."""
+    import datetime
+    import json
+    import time
+
+    option = session.config.option
+    whole = (not session.config.args or session.config.args == ["tests"]) \
+        and not option.keyword and not option.markexpr and not option.deselect \
+        and not option.exitfirst and not getattr(option, "lf", False)
+    started = getattr(session.config, "_suite_started", None)
+    if not whole or started is None or session.testscollected == 0:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    stats = reporter.stats if reporter else {}
+    counts = {kind: len([r for r in stats.get(kind, []) if getattr(r, "when", "call")
+                         in ("call", "setup")]) for kind in ("passed", "failed", "error",
+                                                              "skipped")}
+    files: dict[str, float] = {}  # seconds per test file: set-up, call and tear-down
+    for reports in stats.values():
+        for report in reports:
+            if hasattr(report, "nodeid") and isinstance(getattr(report, "duration", None),
+                                                         float):
+                name = report.nodeid.split("::")[0].rpartition("/")[2]
+                files[name] = files.get(name, 0.0) + report.duration
+    out = ROOT / "benchmarks" / "results" / "suite.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "command": "make test", "tests": session.testscollected, **counts,
+        "exit_status": int(exitstatus), "seconds": time.monotonic() - started,
+        "cores": os.cpu_count(), "finished": datetime.date.today().isoformat(),
+        "files": dict(sorted(files.items(), key=lambda kv: -kv[1]))}, indent=1))

@@ -20,7 +20,8 @@ from autograder.notebooks import grade_id
 A = "01-autodiff"
 MARKER = "course-grade-hostile-marker"
 SLEEPER = "4242"  # `sleep 4242`: what a submission starts and hopes survives grading
-EXERCISES = ("sgd_step", "numerical_gradient", "gradients_or_zeros", "fit_linear_regression")
+EXERCISES = ("sgd_step", "numerical_gradient", "gradients_or_zeros", "rows_changed",
+             "fit_linear_regression")
 
 
 def _notebook(c: demo.Course, answered=EXERCISES, extra: dict | None = None,

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from autograder.notebooks import exercises, read_notebook, strip_solution_markers
 from conftest import solution_paths
-from sparse_embeddings import cluster, layers, mirrors, ner, sparse
+from sparse_embeddings import checks, cluster, layers, mirrors, ner, sparse
 from sparse_embeddings.mirrors import Delegated, known_good, own_work
 
 
@@ -80,6 +80,19 @@ def test_notebook_02_and_03_solutions_equal_the_library():
     mine(ids), theirs(ids)
     theirs.new_rows.assign(mine.new_rows)
     np.testing.assert_allclose(mine(ids).numpy(), theirs(ids).numpy(), atol=1e-6)
+
+
+def test_notebook_01_solution_equals_the_library():
+    rng = np.random.default_rng(2)
+    mine = solution_namespace("01")["rows_changed"]
+    for shape in [(12, 3), (9, 2, 2), (7,), (0, 4)]:
+        before = rng.normal(size=shape).astype(np.float32)
+        after = before.copy()
+        if before.size:
+            after.reshape(-1)[rng.choice(before.size, size=3)] += 1e-6
+        for a, b in [(before, after), (tf.constant(before), tf.constant(after)),
+                     (before, before)]:
+            assert mine(a, b) == checks.rows_changed(a, b)
 
 
 def _tag_sequences(rng, count=30, length=None):

@@ -9,7 +9,7 @@ import tensorflow as tf
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 from seqeval.metrics.sequence_labeling import get_entities
 
-from sparse_embeddings import checks, ner
+from sparse_embeddings import checks, ner, tagging
 from sparse_embeddings.optimizers import LazyAdam
 
 TRAIN = [
@@ -23,7 +23,7 @@ WORDS = ["loves", "new", "york", "apple", "paris"]
 def small_tagger(use_chars=True, seed=0, dropout=0.5):
     rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(len(WORDS), 6)).astype(np.float32)
-    return ner.make_tagger(TRAIN, WORDS, vectors, use_chars=use_chars, units=8, seed=seed,
+    return tagging.make_tagger(TRAIN, WORDS, vectors, use_chars=use_chars, units=8, seed=seed,
                            dropout=dropout)
 
 
@@ -150,7 +150,7 @@ def test_fit_with_word_dropout_reads_unk_for_training_tokens():
         tagger = small_tagger()
         new_rows = tagger.model.get_layer("word_embedding").new_rows
         before = new_rows.numpy().copy()
-        ner.fit(tagger, TRAIN, epochs=1, batch_size=3, verbose=0, word_dropout=rate)
+        tagging.fit(tagger, TRAIN, epochs=1, batch_size=3, verbose=0, word_dropout=rate)
         # every real token reads <UNK> (a frozen row) at rate 1: no new row is looked up
         assert (new_rows.numpy() != before).any() == moves, rate
         assert tagger.batch(TRAIN)[0][0].max() >= len(WORDS) + 2  # prediction keeps the rows
@@ -192,7 +192,7 @@ def test_precision_recall_f1_equals_seqeval():
 
 def test_fit_logs_scalars_predicts_and_saves(tmp_path, capsys):
     tagger = small_tagger()
-    history = ner.fit(tagger, TRAIN, TRAIN, epochs=2, batch_size=2, logdir=tmp_path / "tb",
+    history = tagging.fit(tagger, TRAIN, TRAIN, epochs=2, batch_size=2, logdir=tmp_path / "tb",
                       restore_best=True)
     assert len(history["loss"]) == 4 and len(history["val_f1"]) == 2
     assert "Epoch 2/2" in capsys.readouterr().out  # the progress bar goes to stdout
@@ -204,16 +204,16 @@ def test_fit_logs_scalars_predicts_and_saves(tmp_path, capsys):
     predicted = tagger.predict(TRAIN)
     assert [len(p) for p in predicted] == [5, 3, 3]
     assert set(ner.report_table(tagger.evaluate(TRAIN)).split()) >= {"micro", "F1"}
-    ner.save_tagger(tagger, tmp_path / "m.keras")
-    loaded = ner.load_tagger(tmp_path / "m.keras", WORDS)
+    tagging.save_tagger(tagger, tmp_path / "m.keras")
+    loaded = tagging.load_tagger(tmp_path / "m.keras", WORDS)
     assert loaded.vocab == tagger.vocab
     assert loaded.predict(TRAIN) == predicted
     with pytest.raises(ValueError, match="GloVe words"):
-        ner.load_tagger(tmp_path / "m.keras", WORDS[:2])
+        tagging.load_tagger(tmp_path / "m.keras", WORDS[:2])
 
 
 def test_errors_shows_tokens_with_true_and_predicted_tags():
-    shown = ner.errors(TRAIN[:1], [["O"] * 5])
+    shown = tagging.errors(TRAIN[:1], [["O"] * 5])
     assert shown == ["@bob loves New[B-geo-loc|O] York[I-geo-loc|O] http://x.co"]
 
 

@@ -46,9 +46,10 @@ def reports(tmp_path_factory):
     stubs = {cell.metadata.nbgrader["grade_id"]: cell.source
              for cell in read_notebook(RELEASED).cells
              if cell.metadata.get("nbgrader", {}).get("solution")}
-    # sgd_step from the solution, numerical_gradient wrong, the other two left as released
+    # sgd_step from the solution, numerical_gradient wrong, the other three left as released
     partial_replacements = {"numerical_gradient": wrong.read_text(),
                             "gradients_or_zeros": stubs["gradients_or_zeros"],
+                            "rows_changed": stubs["rows_changed"],
                             "fit_linear_regression": stubs["fit_linear_regression"]}
     paths = {"blank": blank,
              "partial": learner_copy(tmp, "partial", partial_replacements),
@@ -79,8 +80,8 @@ def reports(tmp_path_factory):
 @pytest.mark.slow
 def test_blank_notebook_scores_zero_and_says_not_answered(reports):
     text = reports[0]["blank"]
-    assert "total (autograded)" in text and "0 / 11" in text
-    assert text.count("not answered yet") == 4
+    assert "total (autograded)" in text and "0 / 13" in text
+    assert text.count("not answered yet") == 5
 
 
 @pytest.mark.slow
@@ -93,7 +94,7 @@ def test_partial_notebook_shows_points_and_the_failing_checks(reports):
     assert "0 / 3" in lines["numerical_gradient"]
     assert "test_numerical_gradient: CheckFailed: numerical_gradient(sum(x**2)) differs" in text
     assert lines["gradients_or_zeros"].endswith("not answered yet")
-    assert "3 / 11" in text
+    assert "3 / 13" in text
     assert text.startswith("Grading ")
 
 
@@ -106,7 +107,7 @@ def test_the_generated_assignment_is_cached_between_runs(reports):
 @pytest.mark.slow
 def test_complete_notebook_scores_full_marks(reports):
     text = reports[0]["complete"]
-    assert "11 / 11" in text and text.count("passed") == 4
+    assert "13 / 13" in text and text.count("passed") == 5
 
 
 @pytest.mark.slow
