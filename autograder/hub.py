@@ -452,6 +452,9 @@ def serve(config_path: Path | str, root: Path, log=print) -> int:
     setup(config, root, log)
     stop = []
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    # Ctrl-C stops it even where it was started with SIGINT ignored (a background job of a
+    # script, a parent that ignores it): Python then leaves it ignored
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with Hub(config, root, log) as hub:
             log(f"The class hub is at {config.url}: log in as {config.instructor} or a "
@@ -464,6 +467,7 @@ def serve(config_path: Path | str, root: Path, log=print) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     log("The class hub stopped; the accounts, the course folder and the exchange are kept.")
     return 0
 

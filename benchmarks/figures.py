@@ -279,7 +279,7 @@ def _(r):
 
 
 for _file, _name in (("test_hostile.py", "hostile"), ("test_hub.py", "hub"),
-                     ("test_mutants.py", "mutants")):
+                     ("test_mutants.py", "mutants"), ("test_browser.py", "browser")):
     figure(f"suite.{_name}", "suite")(
         lambda r, f=_file: f"{round(r['files'][f] / 60)} min")
 
@@ -293,7 +293,8 @@ def load_run(run: str) -> dict | None:
     if not path.is_file():
         return None
     report = json.loads(path.read_text())
-    if run == "suite" and (report.get("exit_status") or report.get("failed")):
+    if run == "suite" and (report.get("exit_status") or report.get("failed")
+                           or report.get("error")):
         return None
     return report
 

@@ -79,17 +79,26 @@ def pytest_sessionfinish(session, exitstatus):
     """A run of the whole suite (the README's `make test`: no test named, selected or
     deselected) records how many tests ran, how they ended and how long it took in
     `benchmarks/results/suite.json`, which `benchmarks/figures.py` quotes."""
-    import datetime
-    import json
     import time
 
     option = session.config.option
     whole = (not session.config.args or session.config.args == ["tests"]) \
-        and not option.keyword and not option.markexpr and not option.deselect \
-        and not option.exitfirst and not getattr(option, "lf", False)
+        and not getattr(option, "keyword", "") and not getattr(option, "markexpr", "") \
+        and not getattr(option, "deselect", None) and not getattr(option, "maxfail", 0) \
+        and not getattr(option, "lf", False) and not getattr(option, "collectonly", False)
     started = getattr(session.config, "_suite_started", None)
     if not whole or started is None or session.testscollected == 0:
         return
+    try:
+        _record_suite(session, exitstatus, time.monotonic() - started)
+    except Exception as error:  # a record that cannot be written never fails the suite
+        print(f"\nbenchmarks/results/suite.json not written: {error!r}")
+
+
+def _record_suite(session, exitstatus, seconds: float) -> None:
+    import datetime
+    import json
+
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     stats = reporter.stats if reporter else {}
     counts = {kind: len([r for r in stats.get(kind, []) if getattr(r, "when", "call")
@@ -106,6 +115,6 @@ def pytest_sessionfinish(session, exitstatus):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "command": "make test", "tests": session.testscollected, **counts,
-        "exit_status": int(exitstatus), "seconds": time.monotonic() - started,
+        "exit_status": int(exitstatus), "seconds": seconds,
         "cores": os.cpu_count(), "finished": datetime.date.today().isoformat(),
         "files": dict(sorted(files.items(), key=lambda kv: -kv[1]))}, indent=1))
