@@ -169,13 +169,13 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
             cell_timeout=settings.cell_timeout, memory_mb=settings.memory_mb,
             max_output_kb=settings.max_output_kb, cpu_seconds=settings.cpu_seconds,
             kernel_threads=threads, sandbox=sandboxed)
-        imports = {a: release_imports(releases[a]) for a in names}
         jobs, by_key = [], {}
         for sub, prepared in runnable:
             key = (sub.student, sub.assignment)
             by_key[key] = (sub, prepared)
-            jobs.append(engine.Job(key, sub.student, sub.assignment, sub.notebook,
-                                   nbformat.writes(prepared.notebook), imports[sub.assignment]))
+            jobs.append(engine.Job.of(key, sub.student, sub.assignment, sub.notebook,
+                                      nbformat.writes(prepared.notebook),
+                                      releases[sub.assignment]))
         def on_result(job, run):
             progress.done(finish(*by_key[job.key], run))
 
@@ -210,19 +210,7 @@ def describe_findings(findings: dict) -> list[str]:
         what = f"answer cell {item['grade_id']}" if item.get("grade_id") else \
             f"cell {item['cell'] + 1}"
         notes.append(f"{what} raised an error: {item['error']}")
-    for item in findings.get("tampering", []):
-        notes.append(f"before {item['grade_id']}, the grader put back what the notebook had "
-                     f"replaced: {', '.join(item['found'])}")
-    for item in findings.get("no_evidence", []):
-        notes.append(f"test {item['grade_id']} gave the grader no proof that it ran as written;"
-                     " it scored 0")
     return notes
-
-
-def tampering(result) -> list[str]:
-    """The notes of a result that say the notebook tampered with the grader."""
-    return [n for n in result.notes if n.startswith(("before ", "test ")) and
-            ("put back" in n or "no proof" in n)]
 
 
 def require_sandbox(no_sandbox: bool) -> bool:
@@ -270,12 +258,6 @@ def report(root: Path, out: Path, results: list[Result]) -> str:
              f"{len(results)} submission(s); {len(problems)} could not be run"]
     for r in problems:
         lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
-    tampered = [(r, tampering(r)) for r in results if tampering(r)]
-    if tampered:
-        lines.append(f"{len(tampered)} submission(s) tampered with the grader (undone; "
-                     "their tests ran as written):")
-        for r, notes in tampered:
-            lines.append(f"  {r.student} {r.assignment}: " + "; ".join(n[:160] for n in notes))
     lines += [f"grades:   {out / 'grades.csv'}", f"feedback: {out / 'feedback'}/<student>/"
               "<assignment>.html", f"summary:  {out / 'summary.png'}",
               f"gradebook (nbgrader formgrader works here): {out / 'gradebook.db'}"]

@@ -228,9 +228,9 @@ def tampers(c: Course):
         "        setattr(checks, _name, _passes)\n"
         "numpy.testing.assert_allclose = _passes\n"
         "builtins.AssertionError = type('AssertionError', (Exception,), {})\n")
-    return (_bytes(nb), c.auto_points - c.points(exercise), "put back what the notebook had",
+    return (_bytes(nb), c.auto_points - c.points(exercise), None,
             f"a wrong {exercise} that replaces the check helpers, numpy.testing and "
-            "AssertionError")
+            "AssertionError (in its own kernel: the tests run in the grader)")
 
 
 def snoops(c: Course):

@@ -6,8 +6,9 @@ private copy of the course folder (its gradebook, no solution notebook, no other
 work), with nbgrader's own autograde: test cells restored from the gradebook (hidden ones
 included), `autograder.executor.SandboxedExecute` to run the cells, nbgrader's scores.
 A worker that dies is replaced and the jobs it broke are tried once more. Results come
-back as data: per test cell its score and its message, every message cut where it quotes
-a hidden test; the findings of the run; the autograded notebook for the instructor.
+back as data: per test cell its score and its message (the test ran in the grader,
+never in the student's kernel: autograder.trusted); the findings of the run; the
+autograded notebook for the instructor.
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ AUTOGRADE_PREPROCESSORS = (
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 )
-MESSAGE_LIMIT = 1500  # characters of a message shown to a student
-QUOTE = 24  # characters in a row shared with a hidden test make a quote
 
 
 @dataclass
@@ -62,51 +61,25 @@ class Job:
     assignment: str
     notebook: str
     text: str
-    imports: str = ""
+    imports: str = ""  # the release's import lines, run by the tests in the grader
+    exercises: tuple = ()  # the release's exercises: their library versions are withheld
+    kept: tuple = ()  # library names the release's own cells use
 
+    @classmethod
+    def of(cls, key, student, assignment, notebook, text, release) -> Job:
+        """A job whose course facts come from `release`, the assignment's release."""
+        from autograder.executor import facts_of
 
-# ---------------------------------------------------------------------------------------
-# Hidden tests never leave the grader
-# ---------------------------------------------------------------------------------------
+        imports, exercises, kept = facts_of(release)
+        return cls(key, student, assignment, notebook, text, imports, tuple(exercises),
+                   tuple(kept))
+
 
 def hidden_parts(source: str) -> list[str]:
     """The hidden blocks of a test cell's full source (as the gradebook holds it)."""
     begin, end = HIDDEN_MARKERS
     return [m.group(1) for m in re.finditer(re.escape(begin) + r"(.*?)" + re.escape(end),
                                             source, flags=re.S)]
-
-
-def _squash(text: str) -> tuple[str, list[int]]:
-    """`text` with whitespace runs removed, and where each kept character came from."""
-    kept, where = [], []
-    for i, ch in enumerate(text):
-        if not ch.isspace():
-            kept.append(ch)
-            where.append(i)
-    return "".join(kept), where
-
-
-def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
-    """`message` cut where it quotes a hidden test (QUOTE characters in a row, whitespace
-    ignored), and at `limit` characters, each cut said."""
-    longer = len(message) > limit
-    message = message[:limit]  # only what could be shown is searched
-    squashed, where = _squash(message)
-    quotes = set()  # every run of QUOTE characters of a hidden test
-    for part in hidden:
-        secret = _squash(part)[0]
-        quotes.update(secret[i:i + QUOTE] for i in range(len(secret) - QUOTE + 1))
-    cut = None
-    if quotes:
-        for start in range(0, max(0, len(squashed) - QUOTE + 1)):
-            if squashed[start:start + QUOTE] in quotes:
-                cut = where[start]
-                break
-    if cut is not None:
-        return message[:cut].rstrip() + " [cut by the grader: the message quoted a hidden test]"
-    if longer:
-        return message.rstrip() + f" [cut by the grader at {limit} characters]"
-    return message
 
 
 # ---------------------------------------------------------------------------------------
@@ -116,7 +89,7 @@ def redact(message: str, hidden: list[str], limit: int = MESSAGE_LIMIT) -> str:
 _WORKER: dict = {}
 
 
-def config(course_dir: Path, settings: Settings, imports: str):
+def config(course_dir: Path, settings: Settings, job: Job | None = None):
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -131,7 +104,11 @@ def config(course_dir: Path, settings: Settings, imports: str):
     overrides.SandboxedExecute.cpu_seconds = settings.cpu_seconds
     overrides.SandboxedExecute.kernel_threads = settings.kernel_threads or 0
     overrides.SandboxedExecute.use_sandbox = settings.sandbox
-    overrides.SandboxedExecute.imports = imports
+    if job is not None:
+        overrides.SandboxedExecute.imports = job.imports
+        overrides.SandboxedExecute.exercises = list(job.exercises)
+        overrides.SandboxedExecute.kept = list(job.kept)
+    overrides.SandboxedExecute.scratch = str(course_dir.parent)
     # ClearMetadataPreprocessor must keep what the executor found
     overrides.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {
         ("kernelspec",), ("language_info",), ("nbgrader",), (FINDINGS,)}
@@ -169,7 +146,7 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
     target = course_dir / "submitted" / job.student / job.assignment / job.notebook
     target.parent.mkdir(parents=True)
     target.write_text(job.text, encoding="utf-8")
-    cfg = config(course_dir, settings, job.imports)
+    cfg = config(course_dir, settings, job)
     started = time.monotonic()
     graded = course_dir / "autograded" / job.student / job.assignment / job.notebook
     api = NbGraderAPI(CourseDirectory(config=cfg), config=cfg)
@@ -188,17 +165,14 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
     autograded = nbformat.read(str(graded), as_version=4)
     result["autograded"] = nbformat.writes(autograded)
     name = job.notebook[:-len(".ipynb")]
-    hidden: list[str] = []
     with Gradebook("sqlite:///" + str(course_dir / "gradebook.db")) as gradebook:
-        for cell in gradebook.find_notebook(name, job.assignment).source_cells:
-            hidden += hidden_parts(cell.source)
-        messages = {}
+        messages = {}  # the tests ran in the grader: their messages are the author's own
         for cell in autograded.cells:
             if grade_id(cell) and is_test(cell):
                 for out in cell.get("outputs", []):
                     if out.get("output_type") == "error":
-                        messages[grade_id(cell)] = redact(
-                            f"{out.get('ename', '')}: {out.get('evalue', '')}", hidden)
+                        messages[grade_id(cell)] = \
+                            f"{out.get('ename', '')}: {out.get('evalue', '')}"
         submission = gradebook.find_submission_notebook(name, job.assignment, job.student)
         for grade in submission.grades:
             result["cells"][grade.name] = {
@@ -210,7 +184,7 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
         gradebook.remove_submission(job.assignment, job.student)
     findings = dict(autograded.metadata.get(FINDINGS, {}))
     for item in findings.get("cell_errors", []):
-        item["error"] = redact(item.get("error", ""), hidden, 300)
+        item["error"] = str(item.get("error", ""))[:300]
     result["findings"] = findings
     for sub in ("submitted", "autograded"):
         shutil.rmtree(course_dir / sub, ignore_errors=True)

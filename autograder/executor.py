@@ -1,33 +1,34 @@
-"""The execute step of grading: every cell in a sandboxed grading kernel, scored on evidence.
+"""The execute step of grading: the notebook in a sandboxed kernel, its tests in the grader.
 
 `SandboxedExecute` replaces nbgrader's `Execute` in the autograde pipeline (nbgrader's own
-steps before and after it stay: test cells restored from the gradebook, scores saved to it):
+steps before and after it stay: test cells restored from the gradebook, hidden ones
+included, scores saved to it):
 
-- the cells run one by one in an `autograder.session.KernelSession`: the sandbox, a
-  wall-clock limit per cell, a memory and a process limit, an output cap;
-- a test cell is sent to the kernel's guarded runner with a fresh nonce; it counts as
-  passed only with a valid signature for "ok" from the kernel (autograder.guard), whatever
-  the outputs say: a cell without one gets an error output, so nbgrader scores it 0;
+- the notebook's own cells run one by one in an `autograder.session.KernelSession`: the
+  sandbox, a wall-clock limit per cell whatever it prints, a memory and a process limit,
+  an output cap, and a library without this notebook's answers (autograder.withheld);
+- a test cell never enters the kernel: it runs here, in the grader's process
+  (`autograder.trusted`), asking the kernel for the student's objects as data. It passes
+  when it raises nothing here; its error output is the test's own message;
 - a dead kernel (os._exit, a crash, the memory limit, a cell that would not stop) costs
   only its own cell: a fresh kernel runs the code cells before it again, tests and cells
   that crashed left out, and grading goes on with the next cell;
-- what happened (timeouts, crashes, output cut, ordinary cells that raised, tampering the
-  guard undid) is written into the notebook's metadata under "course_grade".
+- what happened (timeouts, crashes, output cut, ordinary cells that raised) is written
+  into the notebook's metadata under "course_grade".
 """
 
 from __future__ import annotations
 
-import hmac
-import json
-import secrets
+import tempfile
+from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, List, Unicode
 
-from autograder import guard
+from autograder import trusted
 from autograder.notebooks import grade_id, is_test
-from autograder.session import KernelSession, Limits
+from autograder.session import CellRun, KernelSession, Limits
 
 FINDINGS = "course_grade"
 MAX_RESTARTS = 5  # fresh kernels per notebook, each rebuilding the state
@@ -54,15 +55,24 @@ class SandboxedExecute(NbGraderPreprocessor):
     kernel_threads = Integer(0, help="threads for TensorFlow's ops (0: leave)").tag(
         config=True)
     use_sandbox = Bool(True, help="run the kernel in bubblewrap").tag(config=True)
-    imports = Unicode("", help="the release's import lines, bound again before each "
-                               "test").tag(config=True)
+    imports = Unicode("", help="the release's import lines, run in the grader before "
+                               "each test (default: read from the course's release)").tag(
+        config=True)
+    exercises = List(Unicode(), default_value=None, allow_none=True,
+                     help="the notebook's exercises, whose library versions its kernel does "
+                          "not get (default: read from the course's release)").tag(config=True)
+    kept = List(Unicode(), default_value=[], help="library names the notebook's own cells "
+                                                  "use, kept for it").tag(config=True)
+    scratch = Unicode("", help="where the library's copies for the sandbox are made").tag(
+        config=True)
 
     def preprocess(self, nb, resources):
         limits = Limits(cell_timeout=self.timeout, memory_mb=self.memory_mb,
                         max_output_kb=self.max_output_kb, cpu_seconds=self.cpu_seconds,
                         threads=self.kernel_threads or None)
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
-                    "tampering": [], "no_evidence": [], "not_run": []}
+                    "not_run": []}
+        self._facts(resources)
         code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         crashed: set[int] = set()
         done: list[int] = []
@@ -76,7 +86,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                         "KernelDied", "not run: the kernel kept dying in earlier cells")]
                     findings["not_run"].append(index)
                     continue
-                run, nonce = self._run_cell(session, cell)
+                run = self._run_cell(session, cell)
                 cell.outputs = run.outputs
                 cell.execution_count = run.reply.get("execution_count")
                 if run.truncated:
@@ -95,8 +105,6 @@ class SandboxedExecute(NbGraderPreprocessor):
                     if run.status in ("error", "timeout"):
                         findings["cell_errors"].append({"cell": index, "grade_id": grade_id(cell),
                                                         "error": _first_error(run.outputs)})
-                if is_test(cell):
-                    self._judge(session, cell, run, nonce, index, findings)
         finally:
             if session is not None:
                 session.stop()
@@ -104,8 +112,28 @@ class SandboxedExecute(NbGraderPreprocessor):
         return nb, resources
 
     # -- kernels -------------------------------------------------------------------------
+    def _facts(self, resources) -> None:
+        """The release's imports and exercises, and the library the kernel gets."""
+        from autograder import withheld
+
+        info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
+        if not self.imports or self.exercises is None:
+            imports, exercises, kept = release_facts(str(info.get("assignment", "")),
+                                                     str(info.get("notebook", "")))
+            self.imports = self.imports or imports
+            if self.exercises is None:
+                self.exercises, self.kept = exercises, kept
+        names = withheld.withheld_names(self.exercises or [], self.kept)
+        self._library = None
+        if names and self.use_sandbox:
+            folder = Path(self.scratch or tempfile.gettempdir()) / "course-grade-libraries"
+            folder.mkdir(parents=True, exist_ok=True)
+            self._library = withheld.library_copy(
+                names, folder, str(info.get("assignment", "")) or "this notebook")
+
     def _start(self, limits: Limits) -> KernelSession:
-        session = KernelSession(limits, use_sandbox=self.use_sandbox)
+        session = KernelSession(limits, use_sandbox=self.use_sandbox,
+                                library=getattr(self, "_library", None))
         session.start()
         return session
 
@@ -129,26 +157,37 @@ class SandboxedExecute(NbGraderPreprocessor):
 
     def _run_cell(self, session: KernelSession, cell):
         if not is_test(cell):
-            return session.run(cell.source), ""
-        nonce = secrets.token_hex(16)
-        header = json.dumps({"nonce": nonce, "imports": self.imports})
-        return session.run(f"{guard.MAGIC}{header}\n{cell.source}"), nonce
+            return session.run(cell.source)
+        outcome = trusted.run_test(session, cell.source, self.imports, self.timeout,
+                                   self.max_output_kb * 1024)
+        run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
+                      reason=outcome.reason)
+        if outcome.status != "ok":
+            run.outputs.append(_error_output(outcome.ename, outcome.evalue))
+        return run
 
-    # -- evidence ------------------------------------------------------------------------
-    def _judge(self, session, cell, run, nonce, index, findings) -> None:
-        evidence = run.reply.get("course_grade") or {}
-        if evidence.get("found"):
-            findings["tampering"].append({"cell": index, "grade_id": grade_id(cell),
-                                          "found": [str(f)[:200] for f in evidence["found"]]})
-        expected = guard.signature(session.key if session else b"", nonce, self.imports,
-                                   cell.source, "ok") if nonce else ""
-        passed = (run.status == "ok" and bool(nonce) and
-                  hmac.compare_digest(str(evidence.get("signature", "")), expected))
-        if passed:
-            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
-            return
-        if not any(o.get("output_type") == "error" for o in cell.outputs):
-            findings["no_evidence"].append({"cell": index, "grade_id": grade_id(cell)})
-            cell.outputs.append(_error_output(
-                "GradingEvidenceMissing", "the grader got no proof that this test cell ran "
-                "as written and raised nothing (was the kernel or IPython changed?)"))
+
+def release_facts(assignment: str, notebook: str) -> tuple[str, list[str], list[str]]:
+    """From the course's release of `notebook` (the formgrader's Autograde button, where
+    the engine passes nothing): its imports, its exercises, the library names its own
+    cells use."""
+    from autograder import course
+    from autograder.notebooks import read_notebook
+
+    try:
+        root = course.find_root(Path(__file__).resolve().parent.parent)
+        release = read_notebook(root / course.RELEASE_DIR / assignment / f"{notebook}.ipynb")
+    except Exception:  # noqa: BLE001 - no release at hand: tests see no imports
+        return "", [], []
+    return facts_of(release)
+
+
+def facts_of(release) -> tuple[str, list[str], list[str]]:
+    """(imports, exercises, library names its own cells use) of a release notebook."""
+    from autograder import withheld
+    from autograder.notebooks import is_answer, nbgrader_meta
+    from autograder.repair import release_imports
+
+    exercises = [grade_id(c) for c in release.cells if is_answer(c) and grade_id(c)]
+    own = [c.source for c in release.cells if c.cell_type == "code" and not nbgrader_meta(c)]
+    return release_imports(release), exercises, sorted(withheld.names_used(own))

@@ -99,7 +99,7 @@ def autograde(root: Path, assignment: str,
     """
     from autograder import engine, sandbox
     from autograder.intake import Submission
-    from autograder.repair import prepare_submission, release_imports
+    from autograder.repair import prepare_submission
 
     owned = work is None
     work = Path(tempfile.mkdtemp(prefix="course-grade-")) if owned else work
@@ -122,9 +122,8 @@ def autograde(root: Path, assignment: str,
                                 0.0, float(meta.get("points", 0)), prepared.fatal)
                     results[student][name] = result
                     continue
-                jobs.append(engine.Job((student, name), student, assignment, name,
-                                       nbformat.writes(prepared.notebook),
-                                       release_imports(release)))
+                jobs.append(engine.Job.of((student, name), student, assignment, name,
+                                          nbformat.writes(prepared.notebook), release))
         settings = settings or engine.Settings(cell_timeout=cell_timeout,
                                                sandbox=sandbox.available()[0])
         started = time.monotonic()

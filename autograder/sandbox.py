@@ -62,12 +62,14 @@ def _package_dirs() -> list[str]:
 
 
 def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
-            fonts: str = "") -> list[str]:
+            fonts: str = "", library: Path | None = None) -> list[str]:
     """The bwrap command line that runs the rest of the command in the sandbox.
 
     `runtime` (the kernel's connection file and sockets) is the one host folder bound
-    writable; `env` is the kernel's whole environment; `fonts`, the grader's matplotlib
-    cache, is seen read-only at FONT_CACHE.
+    writable (the kernel gives up writing there once its sockets are bound:
+    autograder.kernel); `env` is the kernel's whole environment; `fonts`, the grader's
+    matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
+    place of the course library (a copy without the graded notebook's answers).
     """
     args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
             "--hostname", "grading", "--die-with-parent", "--new-session",
@@ -93,7 +95,9 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     if sys.prefix != os.path.realpath(sys.prefix):
         args += ["--ro-bind", os.path.realpath(sys.prefix), sys.prefix]
     for folder in _package_dirs():
-        args += ["--ro-bind", folder, folder]
+        shown = str(library) if library is not None and folder.endswith(
+            "/sparse_embeddings") else folder
+        args += ["--ro-bind", shown, folder]
     if fonts:
         args += ["--ro-bind-try", fonts, FONT_CACHE]
     args += ["--bind", str(runtime), str(runtime),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import queue
-import secrets
 import shutil
 import signal
 import subprocess
@@ -29,6 +28,8 @@ from autograder import sandbox
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
+RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
+MAX_MESSAGE = 96 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 
 
@@ -68,10 +69,10 @@ def _output_size(out) -> int:
 
 
 class KernelSession:
-    def __init__(self, limits: Limits, use_sandbox: bool = True):
+    def __init__(self, limits: Limits, use_sandbox: bool = True, library=None):
         self.limits = limits
         self.use_sandbox = use_sandbox
-        self.key = b""
+        self.library = library  # the library the kernel sees (autograder.withheld)
         self.km = None
         self.kc = None
         self.runtime = None
@@ -82,15 +83,11 @@ class KernelSession:
     def start(self) -> None:
         self.runtime = Path(tempfile.mkdtemp(prefix="cg-"))  # short: socket paths <108 B
         os.chmod(self.runtime, 0o700)
-        self.key = secrets.token_bytes(32)
-        key_file = self.runtime / "key"
-        key_file.write_text(self.key.hex())
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
                # as nbgrader's own executor says: notebooks train briefly when graded
                "NBGRADER_EXECUTION": "autograde",
-               "COURSE_GRADE_KEY_FILE": str(key_file),
                "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds)}
         for name in THREAD_VARIABLES:
             if os.environ.get(name):
@@ -100,8 +97,10 @@ class KernelSession:
         if self.use_sandbox:
             fonts = _matplotlib_cache()
             env.update(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
+                       COURSE_GRADE_SANDBOXED="1",
                        COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
-            wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts)
+            wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts,
+                                      library=self.library)
             cwd = "/"
         else:
             scratch = self.runtime / "home"
@@ -117,6 +116,7 @@ class KernelSession:
         km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km = km
         self.kc = km.client()
+        _limit_messages(self.kc, MAX_MESSAGE)
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=120)
@@ -181,6 +181,9 @@ class KernelSession:
         if used > self.limits.memory_mb * 2**20:
             return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
                     "stopped")
+        if self.use_sandbox and _folder_bytes(self.runtime) > RUNTIME_QUOTA:
+            return (f"the kernel wrote more than {RUNTIME_QUOTA >> 20} MB into its runtime "
+                    "folder and was stopped")
         if len(tree) > self.limits.max_processes:
             return (f"the kernel started more than {self.limits.max_processes} processes and "
                     "was stopped")
@@ -208,33 +211,42 @@ class KernelSession:
 
     # -- one cell ------------------------------------------------------------------------
     def run(self, code: str, timeout: float | None = None) -> CellRun:
-        timeout = timeout or self.limits.cell_timeout
+        """Run a cell of the notebook; its outputs, capped, and how it ended."""
+        return self.execute(code, timeout or self.limits.cell_timeout)
+
+    def execute(self, code: str, timeout: float, on_input=None) -> CellRun:
+        """Send `code` to the kernel and wait, at most `timeout` seconds whatever it
+        prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
+        requests (the grader's callbacks); without it the kernel gets none."""
         result = CellRun()
-        msg_id = self.kc.execute(code, store_history=True, allow_stdin=False,
-                                 stop_on_error=False)
+        msg_id = self.kc.execute(code, store_history=on_input is None,
+                                 allow_stdin=on_input is not None, stop_on_error=False)
         deadline = time.monotonic() + timeout
         interrupted_at = None
         cap = self.limits.max_output_kb * 1024
         used = 0
         idle = False
         while not idle:
+            now = time.monotonic()
+            # the deadline holds however much or little the cell prints
+            if interrupted_at is None and now > deadline:
+                interrupted_at = now
+                self.interrupt()
+            elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
+                self._kill_tree()
+                result.status = "died"
+                result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
+                                 "stop when interrupted; the kernel was stopped")
+                return result
+            if on_input is not None:
+                self._answer_input(msg_id, on_input)
             try:
-                msg = self.kc.get_iopub_msg(timeout=0.2)
+                msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:
                 if not self.alive():
                     result.status = "died"
                     result.reason = self.killed_for or ("the kernel died (os._exit, a crash, "
                                                         "or the process was killed)")
-                    return result
-                now = time.monotonic()
-                if interrupted_at is None and now > deadline:
-                    interrupted_at = now
-                    self.interrupt()
-                elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
-                    self._kill_tree()
-                    result.status = "died"
-                    result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
-                                     "stop when interrupted; the kernel was stopped")
                     return result
                 continue
             if msg["parent_header"].get("msg_id") != msg_id:
@@ -283,6 +295,49 @@ class KernelSession:
                 o.get("output_type") == "error" for o in result.outputs):
             result.status = "error"
         return result
+
+    def _answer_input(self, msg_id: str, on_input) -> None:
+        while True:
+            try:
+                msg = self.kc.get_stdin_msg(timeout=0)
+            except queue.Empty:
+                return
+            if msg["msg_type"] != "input_request" or \
+                    msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            self.kc.input(on_input(str(msg["content"].get("prompt", ""))))
+
+
+def _folder_bytes(folder) -> int:
+    """Bytes of the files in `folder` (the runtime folder: a few sockets and files)."""
+    total = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in list(entries)[:1000]:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return total
+
+
+def _limit_messages(client, limit: int) -> None:
+    """Messages from the kernel above `limit` bytes end the connection (ZMQ_MAXMSGSIZE),
+    so that a kernel cannot fill the grader's memory with one reply."""
+    import types
+
+    import zmq
+
+    create = client._create_connected_socket
+
+    def limited(self, channel, identity=None):
+        socket = create(channel, identity=identity)
+        socket.setsockopt(zmq.MAXMSGSIZE, limit)
+        return socket
+
+    client._create_connected_socket = types.MethodType(limited, client)
 
 
 def _matplotlib_cache() -> str:

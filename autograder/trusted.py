@@ -1,0 +1,113 @@
+"""A test cell, run where the student's code never runs: in the grader's own process.
+
+`run_test` runs the full source of a test cell (hidden tests included, as the gradebook
+holds it) in a fresh namespace of the grader: the release's imports bound to the real
+modules, and each other name the cell uses taken from the notebook's kernel, as data or
+as a `autograder.remote.Remote`. Observations of remote objects are sent to the kernel
+(`sparse_embeddings.observe`), and so are `known_good` blocks
+(`sparse_embeddings.mirrors`). The verdict is whether the cell raised, here: nothing the
+kernel sends is run, unpickled or trusted as a verdict.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib
+import io
+import time
+from dataclasses import dataclass, field
+
+import nbformat
+
+from autograder.remote import Bridge, CellTimeout, KernelDied, Registered
+
+MESSAGE_LIMIT = 1500  # characters of a failing test's message kept for the student
+
+
+@dataclass
+class TestRun:
+    status: str = "ok"  # ok, error, timeout, died
+    ename: str = ""
+    evalue: str = ""
+    outputs: list = field(default_factory=list)
+    reason: str = ""  # why the kernel died
+
+
+class _Router:
+    """What the library's observations and `known_good` ask of the grader."""
+
+    def __init__(self, bridge: Bridge):
+        self.bridge = bridge
+
+    def observe(self, name, args, kwargs):
+        return self.bridge.observe(name, args, kwargs)
+
+    @contextlib.contextmanager
+    def known_good(self, function, name: str, library: str):
+        module, _, attribute = library.partition(":")
+        implementation = getattr(importlib.import_module(module), attribute)
+        key = self.bridge.register(implementation)
+        token = self.bridge.request("known_good", target=function, name=name, library=library,
+                                    callback=Registered(key))
+        try:
+            yield
+        finally:
+            self.bridge.forget(key)
+            if token is not None:
+                self.bridge.request("known_good_end", token=token)
+
+
+def _names_in(tree: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    if len(text) > limit:
+        return text[:limit].rstrip() + f" [cut by the grader at {limit} characters]"
+    return text
+
+
+def run_test(session, source: str, imports: str, timeout: float,
+             max_output: int = 256 * 1024) -> TestRun:
+    """Run one test cell's `source` here, asking `session`'s kernel for the notebook's
+    objects; the outcome, with what the notebook's code and the test printed."""
+    from sparse_embeddings import observe
+
+    bridge = Bridge(session, time.monotonic() + timeout, max_output)
+    result = TestRun()
+    printed = io.StringIO()
+    namespace = {"__builtins__": builtins, "__name__": "__course_test__"}
+    try:
+        tree = ast.parse(source)
+        exec(compile(imports, "<the release's imports>", "exec"), namespace)  # noqa: S102
+        wanted = _names_in(tree) - set(namespace) - set(dir(builtins))
+        if wanted:
+            present = set(bridge.request("names"))
+            for name in sorted(wanted & present):
+                namespace[name] = bridge.request("get", name=name)
+        code = compile(tree, "<test cell>", "exec")
+        with observe.routed(_Router(bridge)), contextlib.redirect_stdout(printed):
+            exec(code, namespace)  # noqa: S102 - the course's own test, never the student's
+    except KernelDied as error:
+        result.status, result.reason = "died", str(error)
+        result.ename, result.evalue = "KernelDied", str(error)
+    except CellTimeout as error:
+        result.status, result.ename, result.evalue = "timeout", "CellTimeout", str(error)
+    except BaseException as error:  # noqa: BLE001 - any failure of the test is its verdict
+        result.status, result.ename = "error", type(error).__name__
+        result.evalue = _cap(_message(error))
+    result.outputs = list(bridge.outputs)
+    text = printed.getvalue()
+    if text:
+        result.outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                     text=_cap(text, 20_000)))
+    return result
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001
+        return "(the message could not be read)"
