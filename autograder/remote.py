@@ -234,9 +234,9 @@ class Bridge:
         if not isinstance(answer, dict):
             raise RemoteError("the kernel did not answer the grader's request")
         if "error" in answer:
-            if answer.get("interrupted"):
-                raise CellTimeout("the test cell ran past its time limit (your code was "
-                                  "interrupted)")
+            if answer.get("interrupted"):  # not the grader's interrupt: the code raised it
+                raise RemoteError("KeyboardInterrupt: the notebook's code raised "
+                                  "KeyboardInterrupt")
             raise rebuild_error(answer["error"])
         back = answer.get("vars") or {}
         if not isinstance(back, dict):

@@ -104,6 +104,8 @@ def encode(value, table, depth: int = 0, budget: Budget | None = None):
     reference = table.reference(value)
     if reference is not None:
         return reference
+    if isinstance(value, np.generic) and value.dtype.name in DTYPES:
+        return {"t": "npscalar", "v": _npy(np.asarray(value))}
     if value is None or value is Ellipsis:
         return {"t": "none" if value is None else "ellipsis"}
     if isinstance(value, bool):
@@ -118,8 +120,6 @@ def encode(value, table, depth: int = 0, budget: Budget | None = None):
         return {"t": "str", "v": value}
     if isinstance(value, bytes):
         return {"t": "bytes", "v": base64.b64encode(value).decode()}
-    if isinstance(value, np.generic) and value.dtype.name in DTYPES:
-        return {"t": "npscalar", "v": _npy(np.asarray(value))}
     if isinstance(value, np.ndarray) and (value.dtype.name in DTYPES or
                                           value.dtype.kind in "US"):
         budget.take(1, value.nbytes)

@@ -32,6 +32,7 @@ __all__ = [
     "check_same_slices",
     "check_finite",
     "check_equal",
+    "check_instance",
 ]
 
 # Rows listed in a message before it says "and N more".
@@ -355,3 +356,20 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
     if actual != expected or type(actual) is not type(expected) and not (
             isinstance(actual, (int, float)) and isinstance(expected, (int, float))):
         _fail(f"{name} is {actual!r:.300}; expected {expected!r:.300}.", hint)
+
+
+def check_instance(actual, expected_type: type, name: str = "result",
+                   hint: str | None = None) -> None:
+    """`actual` is an instance of `expected_type`. While a notebook is graded its objects
+    stay in its kernel; then the kernel's word for its type (by name) is what is checked."""
+    from sparse_embeddings import observe
+
+    if observe.is_remote(actual):
+        ok = actual.is_a(expected_type)
+        got = actual._type.rsplit(".", 1)[-1]
+    else:
+        ok = isinstance(actual, expected_type)
+        got = type(actual).__name__
+    if not ok:
+        _fail(f"{name} is a {got}; expected a {expected_type.__module__.split('.')[0]}."
+              f"{expected_type.__name__}.", hint)

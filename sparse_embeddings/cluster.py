@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sparse_embeddings.observe import observation
+
 __all__ = [
     "LocalCluster",
     "free_port",
@@ -45,6 +47,9 @@ __all__ = [
     "lookup",
     "make_train_step",
     "predicted_traffic",
+    "rows_per_shard",
+    "lookup_on_worker",
+    "shard_gradient_rows_on_worker",
 ]
 
 HOST = "localhost"
@@ -403,3 +408,50 @@ def predicted_traffic(ids, num_rows: int, dim: int, sparse: bool = True,
     ids = np.asarray(ids.numpy() if hasattr(ids, "numpy") else ids)
     unique = len(np.unique(ids.reshape(-1)))
     return 2 * unique * (dim * value_bytes + id_bytes)
+
+
+# ---------------------------------------------------------------------------------------
+# Observations for notebook 07's tests: a learner's function run on the cluster, data back
+# ---------------------------------------------------------------------------------------
+
+@observation
+def rows_per_shard(strategy, num_rows: int) -> list[np.ndarray]:
+    """The row ids each shard holds when `strategy` makes a table of `num_rows` rows."""
+    import tensorflow as tf
+
+    with strategy.scope():
+        table = tf.Variable(tf.reshape(tf.range(num_rows, dtype=tf.float32), [-1, 1]))
+    return [v.numpy().ravel().astype(np.int64) for v in table.variables]
+
+
+@observation
+def lookup_on_worker(coordinator, strategy, lookup_fn, table, ids):
+    """`lookup_fn(table.variables, ids)` run by a worker in a step scheduled on the
+    cluster; the rows it returned."""
+    import tensorflow as tf
+
+    @tf.function
+    def read(ids):
+        return strategy.run(lambda i: lookup_fn(table.variables, i), args=(ids,))
+
+    return coordinator.schedule(read, args=(tf.constant(ids, tf.int64),)).fetch()
+
+
+@observation
+def shard_gradient_rows_on_worker(coordinator, strategy, lookup_fn, table, ids):
+    """On a worker, the gradient of `sum(lookup_fn(table.variables, ids))` with respect to
+    each shard: the rows each shard's gradient names ([-1] for a dense gradient)."""
+    import tensorflow as tf
+
+    @tf.function
+    def shard_gradients(ids):
+        def replica(ids):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(lookup_fn(table.variables, ids))
+            grads = tape.gradient(loss, table.variables)
+            return [tf.cast(g.indices, tf.int64) if isinstance(g, tf.IndexedSlices)
+                    else tf.constant([-1], tf.int64) for g in grads]
+        return strategy.run(replica, args=(ids,))
+
+    found = coordinator.schedule(shard_gradients, args=(tf.constant(ids, tf.int64),)).fetch()
+    return [np.asarray(i) for i in found]

@@ -226,9 +226,11 @@ def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float
     batch = tuple(tf.convert_to_tensor(b) for b in batch)
     step = tf.function(step_fn) if in_function else step_fn
     loss = step(model, SpyAdam(learning_rate), batch, clip_norm=clip_norm)
+    # inside a tf.function the optimizer saw symbolic tensors: only the loss and weights
+    spied = [] if in_function else SpyAdam.seen
     seen = [g if isinstance(g, tf.IndexedSlices) or g is None else tf.convert_to_tensor(g)
-            for g in SpyAdam.seen]
+            for g in spied]
     return {"loss": tf.convert_to_tensor(loss), "grads": seen,
-            "kinds": [type(g).__name__ for g in SpyAdam.seen],
+            "kinds": [type(g).__name__ for g in spied],
             "names": [w.path if hasattr(w, "path") else w.name for w in model.weights],
             "before": before, "after": [np.array(w.numpy()) for w in model.weights]}

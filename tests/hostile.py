@@ -128,31 +128,37 @@ def excepthook(c):
                          "get_ipython().showsyntaxerror = lambda *a, **k: None")
 
 
-def guard_replaced(c):
-    return _blank_but(c, "import autograder.guard as _g\n\n\n"
-                         "def _fake(source, imports, nonce, namespace, shell=None, *, _o=None):\n"
-                         "    return {'status': 'ok', 'error': None, 'found': [],\n"
-                         "            'signature': '0' * 64}\n\n\n"
-                         "for _attempt in (\n"
-                         "        lambda: setattr(_g.run_test, '__defaults__', (None,)),\n"
-                         "        lambda: setattr(_g.run_test, '__code__', _fake.__code__)):\n"
-                         "    try:\n        _attempt()\n    except RuntimeError as error:\n"
-                         "        print('refused:', error)\n"
-                         "_g.run_test = _fake")
+def service_replaced(c):
+    # every request of the grader answered by the notebook: "None" for all, then garbage of
+    # every shape (pickled arrays, huge nesting, unknown references)
+    nb = _notebook(c, cell=(
+        "import autograder.service as _s\n\n_count = [0]\n\n\n"
+        "def _answer(self, text):\n"
+        "    import base64, io, pickle\n"
+        "    _count[0] += 1\n"
+        "    tricks = [{'ok': {'t': 'none'}},\n"
+        "              {'ok': {'t': 'nd', 'v': base64.b64encode(pickle.dumps(1)).decode()}},\n"
+        "              {'ok': {'t': 'handle', 'id': 10 ** 9}},\n"
+        "              {'ok': {'t': 'ref', 'id': 1}},\n"
+        "              {'ok': {'t': 'list', 'v': [{'t': 'list', 'v': []}] * 10 ** 6}},\n"
+        "              {'error': {'type': 'SystemExit', 'mro': ['SystemExit'],\n"
+        "                         'message': 'x' * 10 ** 6}},\n"
+        "              'not a dict']\n"
+        "    return tricks[_count[0] % len(tricks)]\n\n\n"
+        "_s.Service.handle_request = _answer"), after="sgd_step")
+    return nb, {name: 0.0 for name in EXERCISES}
 
 
 def kernel_patched(c):
     nb = _notebook(c, cell=(
         "_kernel = get_ipython().kernel\n_real = _kernel.do_execute\n\n\n"
         "async def _fake(code, silent, *args, **kwargs):\n"
-        "    if code.startswith('#course-grade-test'):\n"
+        "    if code.startswith('#course-grade'):\n"
         "        return {'status': 'ok', 'execution_count': 1, 'user_expressions': {},\n"
-        "                'payload': [], 'course_grade': {'signature': 'f' * 64,\n"
-        "                                                'found': [], 'status': 'ok'}}\n"
+        "                'payload': [], 'course_grade_rpc': {'ok': {'t': 'bool', 'v': True}}}\n"
         "    return await _real(code, silent, *args, **kwargs)\n\n\n"
         "_kernel.do_execute = _fake"), after="sgd_step")
-    # the tests after it never reach the grader's runner: no evidence, no points, even
-    # for the right answers
+    # every request after it answered True by the notebook: no test can pass on that
     return nb, {name: 0.0 for name in EXERCISES}
 
 
@@ -217,7 +223,7 @@ def trace_inside_test(c):
         "def sgd_step(variables, grads, lr):",
         "def sgd_step(variables, grads, lr):\n    import sys\n"
         "    sys.settrace(lambda *a: None)", 1)
-    return _notebook(c, extra={"sgd_step": right}), _scores(c, EXERCISES[1:])
+    return _notebook(c, extra={"sgd_step": right}), _scores(c)
 
 
 def base_exception(c):
@@ -324,6 +330,100 @@ def memory_in_a_test(c):
             _scores(c, [n for n in EXERCISES if n != "fit_linear_regression"]))
 
 
+# --- the attacks of issue 24: each aimed at a test that ran in the student's kernel --------
+
+def code_replaced(c):
+    # every function of the check helpers made to pass, identity unchanged
+    return _blank_but(c, "import types\nfrom sparse_embeddings import checks, observe\n\n\n"
+                         "def _passes(*args, **kwargs):\n    return None\n\n\n"
+                         "for _module in (checks, observe):\n"
+                         "    for _value in list(vars(_module).values()):\n"
+                         "        if isinstance(_value, types.FunctionType):\n"
+                         "            try:\n"
+                         "                _value.__code__ = _passes.__code__\n"
+                         "            except ValueError:\n                pass")
+
+
+def thread_patches(c):
+    # a thread that keeps the check helpers patched, whenever a test may run
+    return _blank_but(c, "import threading\nimport time\n"
+                         "from sparse_embeddings import checks\n\n\n"
+                         "def _patch():\n    while True:\n"
+                         "        for _name in dir(checks):\n"
+                         "            if _name.startswith('check_'):\n"
+                         "                setattr(checks, _name, lambda *a, **k: None)\n"
+                         "        time.sleep(0.001)\n\n\n"
+                         "threading.Thread(target=_patch, daemon=True).start()")
+
+
+def colliding_key(c):
+    # a namespace key that equals "checks" and "sgd_step" and hashes like each
+    return _blank_but(c, "class _Key(str):\n    def __hash__(self):\n"
+                         "        return hash('sgd_step')\n\n"
+                         "    def __eq__(self, other):\n        return True\n\n\n"
+                         "globals()[_Key('sgd_step')] = lambda *a, **k: a[0]\n"
+                         "import sys\nsys.modules['__main__'].__dict__[_Key('checks')] = None")
+
+
+def frame_arrays(c):
+    # results whose __array__ reads the expected value out of the caller's frame
+    wrong = ("class _Peek:\n    def __array__(self, dtype=None, copy=None):\n"
+             "        import sys\n        import numpy as np\n"
+             "        frame = sys._getframe(1)\n"
+             "        while frame is not None:\n"
+             "            if 'expected' in frame.f_locals:\n"
+             "                return np.asarray(frame.f_locals['expected'], dtype=dtype)\n"
+             "            frame = frame.f_back\n"
+             "        return np.zeros(1)\n\n\n"
+             "def sgd_step(variables, grads, lr):\n    return [_Peek() for _ in variables]\n")
+    return _notebook(c, extra={"sgd_step": wrong}), _scores(c, EXERCISES[1:])
+
+
+def leaks_encoded(c):
+    # every string reachable from the frames above, zlib + base85, in the error message
+    wrong = ("def sgd_step(variables, grads, lr):\n    import base64, gc, sys, zlib\n"
+             "    found = []\n    frame = sys._getframe(1)\n"
+             "    while frame is not None:\n"
+             "        found += [str(v) for v in frame.f_locals.values()]\n"
+             "        found.append(repr(frame.f_code.co_consts))\n"
+             "        frame = frame.f_back\n"
+             "    found += [o for o in gc.get_objects() if isinstance(o, str) and\n"
+             "              'HIDDEN' in o][:50]\n"
+             "    blob = base64.b85encode(zlib.compress('\\n'.join(found).encode()))\n"
+             "    raise AssertionError('LEAK85 ' + blob.decode())\n")
+    return _notebook(c, extra={"sgd_step": wrong}), _scores(c, EXERCISES[1:])
+
+
+def trickles_output(c):
+    # a cell that prints a character every 0.1 s, forever: its deadline must hold anyway
+    return _perfect_with(c, "import sys\nimport time\nwhile True:\n"
+                            "    sys.stdout.write('.')\n    sys.stdout.flush()\n"
+                            "    time.sleep(0.1)")
+
+
+def writes_runtime_folder(c):
+    # the host folder of the kernel's sockets: bound into the sandbox, and read-only to it
+    return _perfect_with(c, "import os\nimport sys\n"
+                            "folder = os.path.dirname(sys.argv[sys.argv.index('-f') + 1])\n"
+                            f"with open(os.path.join(folder, '{MARKER}'), 'wb') as f:\n"
+                            "    for _ in range(600):\n        f.write(b'x' * 2**20)")
+
+
+def fakes_observations(c):
+    # the notebook's own answer to every observation and call: a constant
+    return _blank_but(c, "from sparse_embeddings import observe\n\n"
+                         "for _name in list(observe.REGISTRY):\n"
+                         "    observe.REGISTRY[_name] = lambda *a, **k: 0.0\n"
+                         "import autograder.service as _s\n_real = _s.Service._do\n\n\n"
+                         "def _do(self, request, table):\n"
+                         "    target = request.get('op') == 'call' and \\\n"
+                         "        self._target(request, table)\n"
+                         "    if getattr(target, '__name__', '') == 'sgd_step':\n"
+                         "        return [0.95, 2.1]\n"
+                         "    return _real(self, request, table)\n\n\n"
+                         "_s.Service._do = _do")
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -335,11 +435,13 @@ def blank(c):
 KINDS = {f.__name__: f for f in (
     perfect, blank, input_transformer, input_transformer_post, input_transformer_manager,
     ast_transformer, custom_exception_handler, event_hooks, trace_hook, audit_hook,
-    excepthook, guard_replaced, kernel_patched, fake_evidence_printed, eq_tricks,
+    excepthook, service_replaced, kernel_patched, fake_evidence_printed, eq_tricks,
     helpers_replaced, modules_replaced, namespace_rebound, trace_inside_test, base_exception,
     reads_the_tests, searches_the_disk, gc_and_frames, kills_its_parent, kills_everything,
     leaves_processes, writes_outside, network, fork_many, fills_the_disk, ignores_interrupts,
-    sleeps_in_a_test, exits_in_a_test, memory_in_a_test)}
+    sleeps_in_a_test, exits_in_a_test, memory_in_a_test, code_replaced, thread_patches,
+    colliding_key, frame_arrays, leaks_encoded, trickles_output, writes_runtime_folder,
+    fakes_observations)}
 
 
 def build(root, folder) -> dict[str, dict[str, float]]:

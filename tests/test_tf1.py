@@ -62,7 +62,7 @@ def test_dense_gradient_path():
 def test_optimizer_is_made_inside_the_graph():
     run = tf1.train_in_graph(capped, np.ones((6, 2)),
                              [([1, 3], np.ones((2, 2))), ([5], np.ones((1, 2)))], 10.0,
-                             make_optimizer=lambda: tf.compat.v1.train.AdamOptimizer(0.1))
+                             optimizer=("Adam", 0.1))
     assert run.moved_rows(2) == [1, 3, 5]  # TF 1's Adam decays every row's moments
 
 

@@ -1,0 +1,152 @@
+"""The grading kernel on a live sandboxed kernel: it answers the grader's requests with data
+(autograder.service, autograder.remote), tests run in the grader (autograder.trusted), a
+cell's deadline holds whatever it prints, and the sandbox hides the machine."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from autograder import sandbox, trusted
+from autograder.remote import Bridge, KernelDied, RemoteError
+from autograder.session import KernelSession, Limits
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+IMPORTS = "import numpy as np\nimport tensorflow as tf\nfrom sparse_embeddings import checks"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    ok, why = sandbox.available()
+    if not ok:
+        pytest.fail(f"the sandbox is not available here: {why}")
+    session = KernelSession(Limits(cell_timeout=30, memory_mb=2048), use_sandbox=True)
+    session.start()
+    session.run("import numpy as np\nimport tensorflow as tf\n"
+                "def step(variables, grads, lr):\n"
+                "    for v, g in zip(variables, grads):\n        v.assign_sub(lr * g)\n"
+                "    return variables\n"
+                "def tape_of(f, x):\n    with tf.GradientTape() as tape:\n"
+                "        tape.watch(x)\n        y = f(x)\n    return tape.gradient(y, x)\n"
+                "def fails(x):\n    raise ValueError(f'bad input {x}')\n"
+                "class Box:\n    def __init__(self, n):\n        self.items = list(range(n))\n"
+                "def grad_of(loss_fn, variables):\n    with tf.GradientTape() as tape:\n"
+                "        loss = loss_fn()\n    return tape.gradient(loss, variables)\n"
+                "count = 3")
+    yield session
+    session.stop()
+
+
+def bridge(session, seconds=30):
+    return Bridge(session, time.monotonic() + seconds)
+
+
+def test_calls_cross_as_data_and_variables_come_back_updated(kernel):
+    b = bridge(kernel)
+    step = b.request("get", name="step")
+    assert type(step).__name__ == "Remote"
+    w, v = tf.Variable([1.0, 2.0]), tf.Variable(3.0, dtype=tf.float64)
+    out = step([w, v], [tf.constant([1.0, 1.0]), tf.constant(1.0, tf.float64)], 0.5)
+    assert out[0] is w and out[1] is v  # the test's own variables, updated in place
+    assert w.numpy().tolist() == [0.5, 1.5] and float(v) == 2.5
+    assert b.request("get", name="count") == 3
+    box = b.request("get", name="Box")(4)
+    assert box.items == [0, 1, 2, 3] and len(box.items) == 4
+
+
+def test_errors_come_back_as_their_kind_with_their_message(kernel):
+    fails = bridge(kernel).request("get", name="fails")
+    with pytest.raises(ValueError, match="bad input 7"):
+        fails(7)
+    with pytest.raises(AttributeError):
+        _ = bridge(kernel).request("get", name="Box")(1).missing
+
+
+def test_a_function_of_the_test_is_called_back_with_its_gradient(kernel):
+    b = bridge(kernel)
+    tape_of, grad_of = b.request("get", name="tape_of"), b.request("get", name="grad_of")
+    assert tape_of(lambda t: tf.reduce_sum(t ** 2), tf.constant([1.0, 3.0])) is None  # a value
+    a, c = tf.Variable([1.0, 2.0]), tf.Variable(3.0)
+    grads = grad_of(lambda: tf.reduce_sum(a ** 2) * c, [a, c])
+    assert np.allclose(grads[0], [6.0, 12.0]) and np.allclose(grads[1], 5.0)
+
+
+def test_a_test_cell_runs_in_the_grader_and_its_message_is_the_tests(kernel):
+    ok = trusted.run_test(kernel, "w = tf.Variable([1.0, 2.0])\n"
+                          "step([w], [tf.ones(2)], 1.0)\n"
+                          "checks.check_close(w, [0.0, 1.0])", IMPORTS, 30)
+    assert ok.status == "ok", ok
+    secret = "### BEGIN HIDDEN TESTS\nchecks.check_close(count, 4, hint='say four')\n"
+    failed = trusted.run_test(kernel, secret, IMPORTS, 30)
+    assert failed.status == "error" and failed.ename == "CheckFailed"
+    assert "Hint: say four" in failed.evalue
+    # the kernel never saw the test: nothing of it is in its history
+    history = kernel.run("print(sorted(set(In)))").outputs[0]["text"]
+    assert "say four" not in history and "check_close" not in history
+
+
+def test_the_deadline_holds_whatever_the_cell_prints():
+    session = KernelSession(Limits(cell_timeout=3), use_sandbox=sandbox.available()[0])
+    session.start()
+    try:
+        started = time.monotonic()
+        run = session.run("import sys, time\nwhile True:\n    sys.stdout.write('.')\n"
+                          "    sys.stdout.flush()\n    time.sleep(0.05)")
+        assert run.status == "timeout" and time.monotonic() - started < 10
+        b = Bridge(session, time.monotonic() + 3)
+        session.run("def slow():\n    import time\n    while True:\n"
+                    "        print('.', end='', flush=True)\n        time.sleep(0.05)")
+        started = time.monotonic()
+        with pytest.raises(Exception, match="time limit"):
+            b.request("get", name="slow")()
+        assert time.monotonic() - started < 10
+    finally:
+        session.stop()
+
+
+def test_a_dead_kernel_is_reported_as_such(kernel):
+    session = KernelSession(Limits(cell_timeout=20), use_sandbox=True)
+    session.start()
+    try:
+        session.run("def die():\n    import os\n    os._exit(3)")
+        with pytest.raises(KernelDied):
+            bridge(session).request("get", name="die")()
+    finally:
+        session.stop()
+
+
+def test_a_kernel_that_answers_nonsense_costs_only_its_own_request(kernel):
+    session = KernelSession(Limits(cell_timeout=20), use_sandbox=True)
+    session.start()
+    try:
+        session.run("import autograder.service as s\n"
+                    "s.Service.handle_request = lambda self, text: {'ok': 'x' * 120_000_000}")
+        started = time.monotonic()
+        with pytest.raises(RemoteError):
+            bridge(session).request("names")
+        assert time.monotonic() - started < 30
+    finally:
+        session.stop()
+
+
+def test_the_sandbox_hides_the_machine_and_keeps_writes_in_its_scratch(kernel):
+    probe = ("import os, socket, sys\n"
+             f"print(os.getuid(), os.path.exists({str(ROOT / 'solutions')!r}),"
+             f" os.path.exists({str(ROOT / 'tests')!r}), os.path.exists('/root/.bashrc'))\n"
+             "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+             "except OSError as error:\n    print('network:', type(error).__name__)\n"
+             "runtime = os.path.dirname(sys.argv[sys.argv.index('-f') + 1])\n"
+             "for path in ('/usr/x', '/etc/x', os.path.join(runtime, 'x'),\n"
+             "             os.path.expanduser('~/x'), '/tmp/x'):\n"
+             "    try:\n        open(path, 'w').write('x')\n        print('wrote', path)\n"
+             "    except OSError:\n        print('refused', path)")
+    text = kernel.run(probe).outputs[0]["text"]
+    assert text.startswith("1000 False False False")
+    assert "network:" in text
+    assert "refused /usr/x" in text and "refused /etc/x" in text
+    assert text.count("refused") == 3, text  # the runtime folder too
+    assert "wrote /home/student/x" in text and "wrote /tmp/x" in text
