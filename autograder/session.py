@@ -28,6 +28,7 @@ from autograder import sandbox
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
+RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
 MAX_MESSAGE = 96 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
@@ -81,7 +82,10 @@ class KernelSession:
 
     # -- start and stop ------------------------------------------------------------------
     def start(self) -> None:
-        self.runtime = Path(tempfile.mkdtemp(prefix="cg-"))  # short: socket paths <108 B
+        # short (socket paths < 108 B), and outside the sandbox's writable /tmp and /home,
+        # so that the kernel's Landlock rules leave it read-only to the kernel
+        parent = RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
+        self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=parent))
         os.chmod(self.runtime, 0o700)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
@@ -324,18 +328,22 @@ def _folder_bytes(folder) -> int:
 
 
 def _limit_messages(client, limit: int) -> None:
-    """Messages from the kernel above `limit` bytes end the connection (ZMQ_MAXMSGSIZE),
-    so that a kernel cannot fill the grader's memory with one reply."""
+    """Messages from the kernel above `limit` bytes end the connection (ZMQ_MAXMSGSIZE,
+    set before the socket connects), so that a kernel cannot fill the grader's memory
+    with one reply."""
     import types
 
     import zmq
-
-    create = client._create_connected_socket
+    from jupyter_client.connect import channel_socket_types
 
     def limited(self, channel, identity=None):
-        socket = create(channel, identity=identity)
-        socket.setsockopt(zmq.MAXMSGSIZE, limit)
-        return socket
+        sock = self.context.socket(channel_socket_types[channel])
+        sock.linger = 1000
+        sock.setsockopt(zmq.MAXMSGSIZE, limit)
+        if identity:
+            sock.identity = identity
+        sock.connect(self._make_url(channel))
+        return sock
 
     client._create_connected_socket = types.MethodType(limited, client)
 

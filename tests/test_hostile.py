@@ -1,6 +1,7 @@
 """A hostile class (tests/hostile.py), graded through `course-grade class` and
 `course-grade self`: every kind gets its expected score on every exercise both ways, no
-hidden test reaches a student, tampering is reported, nothing is left running or written."""
+hidden test reaches a student in any form (encoded ones decoded), a trickling or stalled
+notebook costs only its own cells, nothing is left running or written."""
 
 from __future__ import annotations
 
@@ -21,9 +22,6 @@ from conftest import ROOT, SOLUTIONS
 
 pytestmark = pytest.mark.slow
 LIMITS = {"cell_timeout": 10, "memory_mb": 2048}
-TAMPERING = {"input-transformer", "input-transformer-post", "ast-transformer",
-             "custom-exception-handler", "event-hooks", "helpers-replaced",
-             "modules-replaced", "namespace-rebound", "kernel-patched"}
 
 
 def ours(process) -> bool:
@@ -113,6 +111,26 @@ def test_self_grading_scores_each_kind_as_class_grading_does(graded):
     assert not wrong, wrong
 
 
+def decoded(text: str) -> str:
+    """`text` with every blob it carries decoded (base85 and base64, zlib or not)."""
+    import base64
+    import zlib
+
+    found = [text]
+    for blob in re.findall(r"[A-Za-z0-9+/=!#$%&()*;<>?@^_`{|}~-]{40,}", text):
+        for decode in (base64.b85decode, base64.b64decode):
+            try:
+                raw = decode(blob)
+            except ValueError:
+                continue
+            try:
+                raw = zlib.decompress(raw)
+            except zlib.error:
+                pass
+            found.append(raw.decode("utf-8", errors="replace"))
+    return "\n".join(found)
+
+
 def test_no_hidden_test_reaches_a_student(graded):
     fragments = hidden_fragments()
     shown = [text for _, text in graded["selves"].values()]
@@ -120,11 +138,15 @@ def test_no_hidden_test_reaches_a_student(graded):
     shown.append((graded["out"] / "grades.csv").read_text())
     for result in graded["results"].values():
         shown += [c["message"] for c in result.cells.values()] + list(result.notes)
+    shown = [decoded(text) for text in shown]
     leaks = [f for f in fragments if any(f in text for text in shown)]
     assert not leaks, leaks[:5]
-    # the leaking kinds did try: their messages were cut where they quoted a hidden test
-    leak = graded["results"]["reads-the-tests"]
-    assert any("cut by the grader" in c["message"] for c in leak.cells.values())
+    # the leaking kinds did try, and their messages reach the student whole: what they
+    # found was the kernel's own code, never a test
+    for kind, marker in (("reads-the-tests", "LEAK "), ("leaks-encoded", "LEAK85 ")):
+        messages = [c["message"] for c in graded["results"][kind].cells.values()]
+        assert any(marker in m for m in messages), (kind, messages[:1])
+        assert not any("cut by the grader" in m and "characters" not in m for m in messages)
 
 
 def page_text(path: Path) -> str:
@@ -149,13 +171,6 @@ def test_nbgraders_own_feedback_shows_no_hidden_test(graded):
     assert re.search(rf"Score: {total:.1f} / {total:.1f}", pages["perfect"]), total
 
 
-def test_tampering_is_reported_with_the_student(graded):
-    for student in TAMPERING:
-        assert classgrade.tampering(graded["results"][student]), student
-        assert student in graded["summary"].split("tampered with the grader")[-1], student
-    assert not classgrade.tampering(graded["results"]["perfect"])
-
-
 def test_crashes_and_cells_that_raised_are_named(graded):
     results = graded["results"]
     assert any("memory" in n for n in results["memory-in-a-test"].notes)
@@ -164,6 +179,12 @@ def test_crashes_and_cells_that_raised_are_named(graded):
     assert any("ConnectionRefusedError" in n or "OSError" in n for n in results["network"].notes)
     assert "No space left" in graded["selves"]["fills-the-disk"][1]
     assert "raised an error" in graded["selves"]["network"][1]
+    # the host folder of the kernel's sockets is read-only to it
+    assert any("PermissionError" in n for n in results["writes-runtime-folder"].notes), \
+        results["writes-runtime-folder"].notes
+    # a cell that prints forever is stopped at its deadline, and the rest is graded
+    assert results["trickles-output"].cells and any(
+        "limit" in n for n in results["trickles-output"].notes), results["trickles-output"].notes
 
 
 def test_nothing_is_left_running_or_written_outside_the_sandbox(graded):

@@ -1,13 +1,11 @@
 """The library's versions of exercises (`sparse_embeddings.mirrors`): each names its
-exercise and gives what the notebook's solution gives; an answer that reaches one, by
-any route, fails `own_work`; a test that computes its reference with one does not;
+exercise and gives what the notebook's solution gives; the kernel that grades a notebook
+gets a library without them (autograder.withheld), whose own code still works;
 `known_good` lends a caller the library's callee and gives the student's back."""
 
 import functools
 import re
-import types
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,7 +13,7 @@ import tensorflow as tf
 from autograder.notebooks import exercises, read_notebook, strip_solution_markers
 from conftest import solution_paths
 from sparse_embeddings import checks, cluster, layers, mirrors, ner, sparse
-from sparse_embeddings.mirrors import Delegated, known_good, own_work
+from sparse_embeddings.mirrors import known_good
 
 
 @functools.cache
@@ -172,116 +170,78 @@ def test_notebook_07_solutions_equal_the_library():
                                   cluster.lookup(Table, ids)[0])
 
 
-# --- own_work: every route to the library is caught, references in the test are not ---
+# --- the library a graded notebook's kernel gets: its exercises withheld ---------------
 
-G = tf.IndexedSlices(tf.ones((3, 2)), tf.constant([2, 0, 2]), tf.constant([4, 2]))
-
-
-def _caught(exercise, answer, block) -> str:
-    with pytest.raises(Delegated) as raised:
-        with own_work(exercise, answer):
-            block()
-    assert exercise in str(raised.value)
-    return str(raised.value)
-
-
-def _helper(s):
-    return sparse.deduplicate(s)
-
-
-_BUILT = types.FunctionType(sparse.deduplicate.__code__, sparse.deduplicate.__globals__)
-
-
-def _routes():
-    from sparse_embeddings.sparse import deduplicate as alias
-
-    def by_alias(s):
-        return alias(s)
-
-    def by_import_inside(s):
-        import importlib
-
-        return getattr(importlib.import_module("sparse_embeddings." + "sparse"),
-                       "dedup" + "licate")(s)
-
-    @tf.function
-    def in_tf_function(s):
-        return sparse.deduplicate(s)
-
-    def by_helper(s):
-        return _helper(s)
-
-    def by_built_copy(s):
-        return _BUILT(s)
-
-    def swallowing(s):
-        try:
-            return sparse.deduplicate(s)
-        except Exception:
-            return s
-
-    return [by_alias, by_import_inside, in_tf_function, by_helper, by_built_copy, swallowing,
-            functools.partial(sparse.deduplicate), sparse.deduplicate,
-            lambda s: sparse.deduplicate(s)]
+WITHHELD_PROBE = """
+import importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+import sparse_embeddings
+assert sparse_embeddings.__file__.startswith(sys.argv[1]), sparse_embeddings.__file__
+found = {}
+for spec in json.loads(sys.argv[2]):
+    module, _, name = spec.partition(":")
+    try:
+        getattr(importlib.import_module(module), name)()
+    except Exception as error:
+        found[spec] = type(error).__name__ + ": " + str(error)
+    else:
+        found[spec] = "ran"
+print(json.dumps(found))
+"""
 
 
-@pytest.mark.parametrize("answer", _routes(), ids=lambda f: getattr(f, "__name__", "partial"))
-def test_own_work_catches_every_route_to_the_library(answer):
-    message = _caught("deduplicate", answer, lambda: answer(G))
-    assert "sparse_embeddings.sparse.deduplicate" in message
-    # and the library works as before once the block is left
-    np.testing.assert_array_equal(sparse.deduplicate(G).indices, [0, 2])
+def _run_with(library, code: str, *args: str) -> str:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", code, str(library.parent), *args],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
 
 
-def test_own_work_passes_an_answer_of_its_own_and_the_tests_reference():
-    def deduplicate(s):
-        unique, positions = tf.unique(s.indices)
-        order = tf.argsort(unique)
-        summed = tf.math.unsorted_segment_sum(s.values, positions, tf.size(unique))
-        return tf.IndexedSlices(tf.gather(summed, order), tf.gather(unique, order),
-                                s.dense_shape)
+def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp_path):
+    """While 06 is graded its kernel's library has no build_tagger, train_step, spans or
+    scores to call, while what the notebook's own cells use (tagging.make_tagger and fit,
+    which call them inside the library) is kept and works."""
+    import json
 
-    with own_work("deduplicate", deduplicate):
-        got = deduplicate(G)
-        want = sparse.deduplicate(G)  # the test's own reference: allowed
-    np.testing.assert_array_equal(got.indices, want.indices)
-    assert not tf.config.functions_run_eagerly()
+    from autograder import withheld
+    from autograder.executor import facts_of
 
-
-def test_own_work_keeps_the_answers_own_mistake_as_the_message():
-    def deduplicate(s):
-        raise ValueError("my own bug")
-
-    with pytest.raises(ValueError, match="my own bug"):
-        with own_work("deduplicate", deduplicate):
-            deduplicate(G)
-
-
-def test_own_work_catches_a_layer_that_subclasses_or_wraps_the_library():
-    class Subclass(layers.PartiallyFrozenEmbedding):
-        pass
-
-    _caught("PartiallyFrozenEmbedding", Subclass, lambda: Subclass(np.zeros((3, 2)), 2))
-
-    class Wrapper(keras.layers.Layer):
-        def __init__(self, pretrained, num_new_rows, **kwargs):
-            super().__init__(**kwargs)
-            self.inner = layers.PartiallyFrozenEmbedding(pretrained, num_new_rows)
-
-        def call(self, ids):
-            return self.inner(ids)
-
-    _caught("PartiallyFrozenEmbedding", Wrapper,
-            lambda: Wrapper(np.zeros((3, 2), np.float32), 2)(tf.constant([[0, 4]])))
-    # the library's layer is whole again (Keras reads its __init__'s signature)
-    assert layers.PartiallyFrozenEmbedding(np.zeros((3, 2)), 2)(tf.constant([[0, 4]])).shape \
-        == (1, 2, 2)
+    release = read_notebook(next(p for p in solution_paths() if p.parent.name[:2] == "06"))
+    _, graded, kept = facts_of(release)
+    names = withheld.withheld_names(graded, kept)
+    assert {"build_tagger", "train_step", "extract_spans", "precision_recall_f1"} <= names
+    assert not {"make_tagger", "fit"} & names  # the notebook's own cells train with them
+    library = withheld.library_copy(names, tmp_path, "06-bilstm-ner")
+    specs = [f"sparse_embeddings.{m}:{n}" for m, n in (
+        ("ner", "build_tagger"), ("ner", "train_step"), ("ner", "extract_spans"),
+        ("spans", "extract_spans"), ("ner", "precision_recall_f1"))]
+    found = json.loads(_run_with(library, WITHHELD_PROBE, json.dumps(specs)).splitlines()[-1])
+    assert all(v.startswith("Withheld: the course library's") for v in found.values()), found
+    # the library's own code keeps its private versions: a tagger is made and tags
+    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nimport numpy as np\n"
+            "from sparse_embeddings import tagging\n"
+            "tagger = tagging.make_tagger([(['a', 'b'], ['O', 'B-person'])] * 2, ['a'],"
+            " np.ones((1, 3), np.float32), use_chars=False, units=2, min_count=1)\n"
+            "print(tuple(tagger.model(np.array([[2, 3]])).shape))")
+    assert "(1, 2, " in _run_with(library, code)
 
 
-def test_own_work_refuses_an_exercise_without_a_library_version():
-    with pytest.raises(ValueError, match="MIRRORS"):
-        with own_work("clip_rows", lambda s: s):
-            pass
+def test_every_mirror_is_withheld_while_its_notebook_is_graded():
+    from autograder import withheld
+    from autograder.executor import facts_of
+
+    for path in solution_paths():
+        _, graded, kept = facts_of(read_notebook(path))
+        names = withheld.withheld_names(graded, kept)
+        for exercise in graded:
+            for spec in mirrors.MIRRORS.get(exercise, ()):
+                name = spec.partition(":")[2]
+                assert name in names or name in kept, (path.parent.name, spec)
+        if path.parent.name[:2] == "07":
+            assert {"shard_of", "lookup", "predicted_traffic", "shard_sizes"} <= names
 
 
 def test_known_good_lends_the_library_callee_and_gives_the_students_back():
@@ -300,32 +260,7 @@ def test_known_good_lends_the_library_callee_and_gives_the_students_back():
     assert "extract_spans" not in namespace
 
 
-def test_own_work_writes_nothing_to_stderr_around_tf_data(capfd):
-    """nbgrader fails a test cell that writes to stderr; eager mode makes tf.data warn."""
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    model.compile(optimizer="sgd", loss="mse")
-    capfd.readouterr()
-    with own_work("PartiallyFrozenEmbedding", keras.layers.Dense):
-        model.fit(np.zeros((4, 2)), np.zeros((4, 1)), epochs=1, verbose=0)
-    assert capfd.readouterr().err == ""
-
-
-def test_a_notebook_cannot_point_the_tripwires_elsewhere():
+def test_a_notebook_cannot_change_what_is_withheld():
     with pytest.raises(TypeError):
         mirrors.MIRRORS["deduplicate"] = ("sparse_embeddings.sparse:sum_duplicates",)
     assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",)
-
-
-def test_a_tripwire_keeps_any_signature():
-    def odd(a, b=2, /, c=3, *rest, d, e=5, **more):
-        return a + b + c + d + e + sum(rest) + sum(more.values())
-
-    code = mirrors._tripwire_code(lambda *args, **kwargs: (args, kwargs), odd)
-    copy = types.FunctionType(code, {}, "odd", odd.__defaults__)
-    copy.__kwdefaults__ = odd.__kwdefaults__
-    import inspect
-
-    assert inspect.signature(copy) == inspect.signature(odd).replace(
-        parameters=[p.replace(annotation=inspect.Parameter.empty)
-                    for p in inspect.signature(odd).parameters.values()])
-    assert copy(1, d=4) == ((1, 2, 3), {"d": 4, "e": 5})
