@@ -125,7 +125,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                 self.exercises, self.kept = exercises, kept
         names = withheld.withheld_names(self.exercises or [], self.kept)
         self._library = None
-        if names and self.use_sandbox:
+        if names:
             folder = Path(self.scratch or tempfile.gettempdir()) / "course-grade-libraries"
             folder.mkdir(parents=True, exist_ok=True)
             self._library = withheld.library_copy(

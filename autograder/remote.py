@@ -285,7 +285,8 @@ class Bridge:
                     value.shape.rank == 0:
                 grads = tape.gradient(value, [v for _, v in sources])
                 answer["grads"] = [[key, wire.encode(g, wire.Table())]
-                                   for (key, _), g in zip(sources, grads) if g is not None]
+                                   for (key, _), g in zip(sources, grads, strict=True)
+                                   if g is not None]
             return json.dumps(answer)
         except Exception as error:  # noqa: BLE001 - the kernel learns only the kind
             return json.dumps({"error": {"type": type(error).__name__,

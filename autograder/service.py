@@ -96,7 +96,7 @@ class Service:
         self._next = 0
 
     def new_handle(self, value) -> dict:
-        for key, held in self.handles.items():
+        for key, held in self.handles.items():  # noqa: B007 - the key found is used below
             if held is value:
                 break
         else:

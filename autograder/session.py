@@ -111,6 +111,8 @@ class KernelSession:
             scratch.mkdir()
             env.update(HOME=str(scratch), MPLCONFIGDIR=str(scratch / ".matplotlib"),
                        COURSE_GRADE_MPL_CACHE=_matplotlib_cache())
+            if self.library is not None:  # the library without the graded exercises first
+                env["PYTHONPATH"] = str(Path(self.library).parent)
             wrapper = []
             cwd = str(scratch)
         km = _Manager(transport="ipc", ip=str(self.runtime / "k"),

@@ -246,7 +246,7 @@ def decode(node, table, depth: int = 0, budget: Budget | None = None):
         keys = [sub(k) for k in node["k"]]
         if not all(_hashable(k) for k in keys):
             raise WireError("a dict key that is not a plain value")
-        return dict(zip(keys, [sub(v) for v in value]))
+        return dict(zip(keys, [sub(v) for v in value], strict=True))
     if kind in ("handle", "ref", "callback"):
         return table.resolve(node)
     raise WireError(f"a malformed message part ({kind[:40]})")

@@ -133,7 +133,7 @@ def _stub(name: str, notebook: str) -> str:
 
 STUB_FACTORY = '''
 
-class Withheld(NotImplementedError):
+class Withheld(RuntimeError):
     """A library version of an exercise, called while that exercise is graded."""
 
 

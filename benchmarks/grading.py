@@ -169,6 +169,22 @@ def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
     print(f"wrote {out}")
 
 
+ENGINE_CHANGED = "2026-12-04"  # the day the tests moved out of the kernel, into the grader
+
+
+def previous_engine() -> dict | None:
+    """The grading figures tracked before this run (benchmarks/figures.json): the engine
+    that ran the tests in the student's kernel (guard and evidence), measured by this
+    script on the same class, until the run that replaced it. None once replaced."""
+    tracked = json.loads((ROOT / "benchmarks" / "figures.json").read_text())
+    figure = tracked.get("grading.course_grade_s")
+    if not figure or figure.get("measured", "") >= ENGINE_CHANGED:
+        return None
+    number = float(figure["text"].split()[0])
+    nbgrader = float(tracked["grading.nbgrader_s"]["text"].split()[0])
+    return {"wall": number, "nbgrader": nbgrader, "measured": figure["measured"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -235,6 +251,11 @@ def main() -> int:
         ]
         if one is not None:
             rows.append(("course-grade (sandboxed)", 1, one, one / n, theirs / one))
+        before = previous_engine()
+        if before is not None:  # the engine this course had before (figures.json)
+            rows.insert(1, (f"previous engine, {before['measured']}: tests in the kernel",
+                            workers, before["wall"], before["wall"] / n,
+                            before["nbgrader"] / before["wall"]))
         print()
         print(f"{'how':40s} {'workers':>7s} {'wall s':>8s} {'s/subm.':>8s} "
               f"{'speed vs nbgrader':>18s}")
@@ -260,6 +281,7 @@ def main() -> int:
             "nbgrader_sequential_s": theirs, "bare_s": bare_total,
             "course_grade_one_worker_s": one, "speedup_vs_nbgrader": theirs / ours,
             "overhead_vs_bare": overhead, "scores": scores, "bare_per_notebook_s": bare,
+            "previous_engine": before,
         }
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1))

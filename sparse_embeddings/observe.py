@@ -176,7 +176,7 @@ def optimizer_step(model, inputs, optimizer: str = "AdamW", learning_rate: float
     make = {"AdamW": lambda: keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay),
             "Adam": lambda: keras.optimizers.Adam(learning_rate),
             "SGD": lambda: keras.optimizers.SGD(learning_rate)}[optimizer]
-    make().apply_gradients(zip(grads, model.trainable_weights))
+    make().apply_gradients(zip(grads, model.trainable_weights, strict=True))
     return {"grads": list(grads), "before": before,
             "after": [np.array(w.numpy()) for w in model.weights]}
 

@@ -123,3 +123,40 @@ def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, t
         sum(v for (s, _), v in by_class.items() if s == mutants.PERFECT)
     assert len(by_class) == len(built) * len(exercises(solution))
 
+
+
+def hidden_hints(assignment) -> list[str]:
+    """The hints that the solution's hidden tests write (`hint="..."` inside a hidden
+    block), each found nowhere in the release."""
+    import ast
+
+    from autograder.notebooks import HIDDEN_MARKERS, is_test
+
+    solution = read_notebook(course.solution_notebooks(ROOT, assignment)[0])
+    release = "\n".join(c.source for c in read_notebook(
+        ROOT / course.RELEASE_DIR / assignment / course.solution_notebooks(
+            ROOT, assignment)[0].name).cells)
+    found = []
+    for cell in solution.cells:
+        if not is_test(cell) or HIDDEN_MARKERS[0] not in cell.source:
+            continue
+        start = cell.source[:cell.source.index(HIDDEN_MARKERS[0])].count("\n") + 1
+        for node in ast.walk(ast.parse(cell.source)):
+            for keyword in getattr(node, "keywords", []):
+                if keyword.arg == "hint" and isinstance(keyword.value, ast.Constant) and \
+                        node.lineno > start and keyword.value.value not in release:
+                    found.append(keyword.value.value)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", [a for a in assignments() if (MUTANTS / a).is_dir()])
+def test_hidden_tests_hints_reach_the_student_whole(assignment):
+    """A hint written in a hidden test reaches the student as its author wrote it: the
+    tests run in the grader, so no message is cut for quoting one."""
+    hints = hidden_hints(assignment)
+    assert hints, assignment
+    messages = [m for v in graded(assignment) for m in v.messages if m]
+    reached = [h for h in hints if any(f"Hint: {h}" in m for m in messages)]
+    assert reached, (assignment, messages[:5])
+    assert not any("cut by the grader: the message quoted" in m for m in messages)
