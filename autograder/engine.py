@@ -64,15 +64,16 @@ class Job:
     imports: str = ""  # the release's import lines, run by the tests in the grader
     exercises: tuple = ()  # the release's exercises: their library versions are withheld
     kept: tuple = ()  # library names the release's own cells use
+    names: tuple = ()  # the names the release's own cells define (what tests may read)
 
     @classmethod
     def of(cls, key, student, assignment, notebook, text, release) -> Job:
         """A job whose course facts come from `release`, the assignment's release."""
-        from autograder.executor import facts_of
+        from autograder.executor import facts_of, release_names
 
         imports, exercises, kept = facts_of(release)
         return cls(key, student, assignment, notebook, text, imports, tuple(exercises),
-                   tuple(kept))
+                   tuple(kept), tuple(release_names(release)))
 
 
 def hidden_parts(source: str) -> list[str]:
@@ -108,6 +109,7 @@ def config(course_dir: Path, settings: Settings, job: Job | None = None):
         overrides.SandboxedExecute.imports = job.imports
         overrides.SandboxedExecute.exercises = list(job.exercises)
         overrides.SandboxedExecute.kept = list(job.kept)
+        overrides.SandboxedExecute.names = list(job.names)
     overrides.SandboxedExecute.scratch = str(course_dir.parent)
     # ClearMetadataPreprocessor must keep what the executor found
     overrides.ClearMetadataPreprocessor.preserve_nb_metadata_mask = {

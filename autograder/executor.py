@@ -65,6 +65,9 @@ class SandboxedExecute(NbGraderPreprocessor):
                                                   "use, kept for it").tag(config=True)
     scratch = Unicode("", help="where the library's copies for the sandbox are made").tag(
         config=True)
+    names = List(Unicode(), default_value=None, allow_none=True,
+                 help="the names the release's own cells define: what a test may take from "
+                      "the kernel (default: read from the course's release)").tag(config=True)
 
     def preprocess(self, nb, resources):
         limits = Limits(cell_timeout=self.timeout, memory_mb=self.memory_mb,
@@ -86,7 +89,12 @@ class SandboxedExecute(NbGraderPreprocessor):
                         "KernelDied", "not run: the kernel kept dying in earlier cells")]
                     findings["not_run"].append(index)
                     continue
-                run = self._run_cell(session, cell)
+                try:
+                    run = self._run_cell(session, cell)
+                except Exception as error:  # noqa: BLE001 - the grader's own failure on it
+                    run = CellRun(status="error", outputs=[_error_output(
+                        "GradingError", f"the grader could not run this cell "
+                        f"({type(error).__name__}: {str(error)[:300]})")])
                 cell.outputs = run.outputs
                 cell.execution_count = run.reply.get("execution_count")
                 if run.truncated:
@@ -117,12 +125,14 @@ class SandboxedExecute(NbGraderPreprocessor):
         from autograder import withheld
 
         info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
-        if not self.imports or self.exercises is None:
-            imports, exercises, kept = release_facts(str(info.get("assignment", "")),
-                                                     str(info.get("notebook", "")))
+        if not self.imports or self.exercises is None or self.names is None:
+            release = release_of(str(info.get("assignment", "")), str(info.get("notebook", "")))
+            imports, exercises, kept = facts_of(release) if release else ("", [], [])
             self.imports = self.imports or imports
             if self.exercises is None:
                 self.exercises, self.kept = exercises, kept
+            if self.names is None:
+                self.names = release_names(release) if release else []
         names = withheld.withheld_names(self.exercises or [], self.kept)
         self._library = None
         if names:
@@ -159,7 +169,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         if not is_test(cell):
             return session.run(cell.source)
         outcome = trusted.run_test(session, cell.source, self.imports, self.timeout,
-                                   self.max_output_kb * 1024)
+                                   self.max_output_kb * 1024, names=self.names or ())
         run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
                       reason=outcome.reason)
         if outcome.status != "ok":
@@ -167,19 +177,45 @@ class SandboxedExecute(NbGraderPreprocessor):
         return run
 
 
-def release_facts(assignment: str, notebook: str) -> tuple[str, list[str], list[str]]:
-    """From the course's release of `notebook` (the formgrader's Autograde button, where
-    the engine passes nothing): its imports, its exercises, the library names its own
-    cells use."""
+def release_of(assignment: str, notebook: str):
+    """The course's release of `notebook` (the formgrader's Autograde button, where the
+    engine passes nothing), or None."""
     from autograder import course
     from autograder.notebooks import read_notebook
 
     try:
         root = course.find_root(Path(__file__).resolve().parent.parent)
-        release = read_notebook(root / course.RELEASE_DIR / assignment / f"{notebook}.ipynb")
+        return read_notebook(root / course.RELEASE_DIR / assignment / f"{notebook}.ipynb")
     except Exception:  # noqa: BLE001 - no release at hand: tests see no imports
-        return "", [], []
-    return facts_of(release)
+        return None
+
+
+def release_names(release) -> list[str]:
+    """The names the release's own code cells (answers included, tests not) bind, less
+    those its imports bind: the only names a test takes from the kernel. Taken from the
+    release, the list tells the kernel nothing about any test."""
+    import ast
+
+    from autograder.repair import release_imports
+
+    imported: dict = {}
+    exec(compile(release_imports(release), "<imports>", "exec"), imported)  # noqa: S102
+    found = set()
+    for cell in release.cells:
+        if cell.cell_type != "code" or is_test(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    found.add(sub.id)
+                elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found.add(sub.name)
+                    break
+    return sorted(n for n in found if n not in imported and not n.startswith("_"))
 
 
 def facts_of(release) -> tuple[str, list[str], list[str]]:

@@ -72,7 +72,7 @@ class ExerciseReport:
 def grade(path: Path, root: Path | None = None, warn=print,
           settings=None) -> tuple[str, list[ExerciseReport], float, list[str]]:
     """Autograde a learner's notebook; returns (assignment, reports, seconds, notes): the
-    notes name every cell outside the tests that raised, and what the grader put back.
+    notes name every cell outside the tests that raised, and every cell that was stopped.
     `settings` (an engine.Settings) for limits other than the course's."""
     from autograder import engine, sandbox
     from autograder.classgrade import describe_findings

@@ -139,10 +139,7 @@ class Service:
         try:
             request = json.loads(text)
             result = self._do(request, table)
-            if isinstance(result, _AsHandle):
-                node = self.new_handle(result.value)
-            else:
-                node = wire.encode(result, table)
+            node = self._encode(result, table)
         except BaseException as error:  # noqa: BLE001 - every request gets an answer
             if isinstance(error, KeyboardInterrupt):
                 return {"error": describe_error(error), "interrupted": True}
@@ -154,6 +151,14 @@ class Service:
             except Exception:  # noqa: BLE001 - a twin the notebook broke: not sent back
                 pass
         return {"ok": node, "vars": back}
+
+    def _encode(self, result, table):
+        if isinstance(result, _AsHandle):
+            return self.new_handle(result.value)
+        if isinstance(result, _Many):
+            return {"t": "dict", "k": [wire.encode(k, table) for k in result.values],
+                    "v": [self._encode(v, table) for v in result.values.values()]}
+        return wire.encode(result, table)
 
     def _target(self, request, table):
         return wire.decode(request["target"], table)
@@ -167,12 +172,11 @@ class Service:
             name = request["name"]
             if not isinstance(name, str) or name not in self.namespace:
                 raise NameError(f"name {name!r} is not defined in the notebook")
-            value = self.namespace[name]
-            try:  # small data crosses as data; the rest as a handle
-                wire.encode(value, _Small(self))
-            except wire.WireError:
-                return _AsHandle(value)
-            return value
+            return self._value(self.namespace[name])
+        if op == "get_many":
+            names = wire.decode(request["names"], table)
+            return _Many({n: self._value(self.namespace[n]) for n in names
+                          if isinstance(n, str) and n in self.namespace})
         if op == "call":
             target = self._target(request, table)
             args = wire.decode(request["args"], table)
@@ -210,6 +214,14 @@ class Service:
             return None
         raise ValueError(f"unknown request {op!r}")
 
+    def _value(self, value):
+        """Small data crosses as data; the rest as a handle."""
+        try:
+            wire.encode(value, _Small(self))
+        except wire.WireError:
+            return _AsHandle(value)
+        return value
+
     def _known_good(self, request, table):
         import importlib
 
@@ -243,6 +255,11 @@ _MISSING = object()
 class _AsHandle:
     def __init__(self, value):
         self.value = value
+
+
+class _Many:
+    def __init__(self, values: dict):
+        self.values = values
 
 
 class _Small(wire.Table):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import psutil
+import zmq
 from jupyter_client import KernelManager
 
 from autograder import sandbox
@@ -30,7 +31,7 @@ from autograder import sandbox
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
-MAX_MESSAGE = 96 * 2**20  # bytes of one message from the kernel
+MAX_MESSAGE = 32 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 
 
@@ -225,8 +226,11 @@ class KernelSession:
         prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
         requests (the grader's callbacks); without it the kernel gets none."""
         result = CellRun()
-        msg_id = self.kc.execute(code, store_history=on_input is None,
-                                 allow_stdin=on_input is not None, stop_on_error=False)
+        try:
+            msg_id = self.kc.execute(code, store_history=on_input is None,
+                                     allow_stdin=on_input is not None, stop_on_error=False)
+        except zmq.ZMQError:
+            return self._broken(result)
         deadline = time.monotonic() + timeout
         interrupted_at = None
         cap = self.limits.max_output_kb * 1024
@@ -245,7 +249,10 @@ class KernelSession:
                                  "stop when interrupted; the kernel was stopped")
                 return result
             if on_input is not None:
-                self._answer_input(msg_id, on_input)
+                try:
+                    self._answer_input(msg_id, on_input)
+                except zmq.ZMQError:
+                    return self._broken(result)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:
@@ -255,18 +262,16 @@ class KernelSession:
                                                         "or the process was killed)")
                     return result
                 continue
-            if msg["parent_header"].get("msg_id") != msg_id:
+            out = _output(msg, msg_id)  # None: not this cell's, or not a well-formed output
+            if out == "idle":
+                idle = True
                 continue
-            kind = msg["msg_type"]
-            if kind == "status":
-                idle = msg["content"]["execution_state"] == "idle"
-                continue
-            if kind == "clear_output":
+            if out == "clear":
                 result.outputs = []
                 continue
-            if kind not in ("stream", "display_data", "execute_result", "error"):
+            if out is None:
                 continue
-            out = nbformat.v4.output_from_msg(msg)
+            kind = out["output_type"]
             used += _output_size(out)
             if used > cap:
                 if not result.truncated:
@@ -283,13 +288,7 @@ class KernelSession:
                 result.outputs[-1]["text"] += out["text"]
             else:
                 result.outputs.append(out)
-        try:
-            reply = self.kc.get_shell_msg(timeout=10)
-            while reply["parent_header"].get("msg_id") != msg_id:
-                reply = self.kc.get_shell_msg(timeout=10)
-            result.reply = reply["content"]
-        except queue.Empty:
-            result.reply = {}
+        result.reply = self._reply(msg_id)
         reason = self._over_limits()  # what the cell left behind is the cell's doing
         if reason:
             self.killed_for = reason
@@ -302,16 +301,73 @@ class KernelSession:
             result.status = "error"
         return result
 
+    def _broken(self, result: CellRun) -> CellRun:
+        """The kernel's connection cannot take a message (it sent one over the size limit,
+        which ends the connection): the kernel is stopped, as if it had died."""
+        self._kill_tree()
+        result.status = "died"
+        result.reason = ("the kernel's connection to the grader broke (a message over "
+                         f"{MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
+        return result
+
+    def _reply(self, msg_id: str) -> dict:
+        """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
+        or the kernel shaped it wrongly."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return {}
+            parent, content = reply.get("parent_header"), reply.get("content")
+            if isinstance(parent, dict) and parent.get("msg_id") == msg_id:
+                return content if isinstance(content, dict) else {}
+        return {}
+
     def _answer_input(self, msg_id: str, on_input) -> None:
         while True:
             try:
                 msg = self.kc.get_stdin_msg(timeout=0)
             except queue.Empty:
                 return
-            if msg["msg_type"] != "input_request" or \
-                    msg["parent_header"].get("msg_id") != msg_id:
+            parent, content = msg.get("parent_header"), msg.get("content")
+            if msg.get("msg_type") != "input_request" or not isinstance(parent, dict) or \
+                    parent.get("msg_id") != msg_id or not isinstance(content, dict):
                 continue
-            self.kc.input(on_input(str(msg["content"].get("prompt", ""))))
+            self.kc.input(on_input(str(content.get("prompt", ""))))
+
+
+def _output(msg, msg_id: str):
+    """What an iopub message means for the cell `msg_id`: "idle", "clear", an output, or
+    None (another cell's, another kind, or a message the kernel shaped wrongly)."""
+    try:
+        parent = msg.get("parent_header")
+        if not isinstance(parent, dict) or parent.get("msg_id") != msg_id:
+            return None
+        kind, content = msg.get("msg_type"), msg.get("content")
+        if not isinstance(content, dict):
+            return None
+        if kind == "status":
+            return "idle" if content.get("execution_state") == "idle" else None
+        if kind == "clear_output":
+            return "clear"
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return None
+        if kind == "stream" and not (isinstance(content.get("text"), str) and
+                                     content.get("name") in ("stdout", "stderr")):
+            return None
+        if kind == "error":
+            content["ename"] = str(content.get("ename", ""))[:200]
+            content["evalue"] = str(content.get("evalue", ""))[:4000]
+            content["traceback"] = [str(t)[:4000] for t in content.get("traceback", [])
+                                    if isinstance(t, str)][:50] \
+                if isinstance(content.get("traceback"), list) else []
+        if kind in ("display_data", "execute_result") and \
+                not isinstance(content.get("data"), dict):
+            return None
+        return nbformat.v4.output_from_msg(msg)
+    except Exception:  # noqa: BLE001 - a message the grader cannot read is dropped
+        return None
 
 
 def _folder_bytes(folder) -> int:
@@ -342,6 +398,7 @@ def _limit_messages(client, limit: int) -> None:
         sock = self.context.socket(channel_socket_types[channel])
         sock.linger = 1000
         sock.setsockopt(zmq.MAXMSGSIZE, limit)
+        sock.setsockopt(zmq.SNDTIMEO, 10_000)  # a send to a dropped kernel fails, not hangs
         if identity:
             sock.identity = identity
         sock.connect(self._make_url(channel))

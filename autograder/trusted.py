@@ -2,8 +2,8 @@
 
 `run_test` runs the full source of a test cell (hidden tests included, as the gradebook
 holds it) in a fresh namespace of the grader: the release's imports bound to the real
-modules, and each other name the cell uses taken from the notebook's kernel, as data or
-as a `autograder.remote.Remote`. Observations of remote objects are sent to the kernel
+modules, and the names the release's own cells define taken from the notebook's kernel, as data
+or as an `autograder.remote.Remote`. Observations of remote objects are sent to the kernel
 (`sparse_embeddings.observe`), and so are `known_good` blocks
 (`sparse_embeddings.mirrors`). The verdict is whether the cell raised, here: nothing the
 kernel sends is run, unpickled or trusted as a verdict.
@@ -59,10 +59,6 @@ class _Router:
                 self.bridge.request("known_good_end", token=token)
 
 
-def _names_in(tree: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
 def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if len(text) > limit:
         return text[:limit].rstrip() + f" [cut by the grader at {limit} characters]"
@@ -70,9 +66,10 @@ def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def run_test(session, source: str, imports: str, timeout: float,
-             max_output: int = 256 * 1024) -> TestRun:
-    """Run one test cell's `source` here, asking `session`'s kernel for the notebook's
-    objects; the outcome, with what the notebook's code and the test printed."""
+             max_output: int = 256 * 1024, names=()) -> TestRun:
+    """Run one test cell's `source` here, with the release's `imports`, and `names` (those
+    the release's own cells define) taken from `session`'s kernel; the outcome, with what
+    the notebook's code and the test printed."""
     from sparse_embeddings import observe
 
     bridge = Bridge(session, time.monotonic() + timeout, max_output)
@@ -82,11 +79,11 @@ def run_test(session, source: str, imports: str, timeout: float,
     try:
         tree = ast.parse(source)
         exec(compile(imports, "<the release's imports>", "exec"), namespace)  # noqa: S102
-        wanted = _names_in(tree) - set(namespace) - set(dir(builtins))
+        # the same names for every test, from the release: the kernel learns nothing of
+        # the test from them
+        wanted = [n for n in names if n not in namespace]
         if wanted:
-            present = set(bridge.request("names"))
-            for name in sorted(wanted & present):
-                namespace[name] = bridge.request("get", name=name)
+            namespace.update(bridge.request("get_many", names=wanted))
         code = compile(tree, "<test cell>", "exec")
         with observe.routed(_Router(bridge)), contextlib.redirect_stdout(printed):
             exec(code, namespace)  # noqa: S102 - the course's own test, never the student's

@@ -23,7 +23,7 @@ import numpy as np
 
 MAX_DEPTH = 32
 MAX_ITEMS = 200_000  # nodes in one message
-MAX_BYTES = 64 * 2**20  # bytes of array data in one message
+MAX_BYTES = 12 * 2**20  # bytes of array data in one message, as the arrays take in memory
 MAX_TEXT = 1_000_000  # characters of one string
 # dtypes an array may have on the wire (no object arrays: they would need pickle)
 DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 "
@@ -66,9 +66,11 @@ def _read_npy(node, budget: Budget) -> np.ndarray:
         kind, shape, items = node.get("kind"), node.get("shape"), node.get("items")
         if kind not in ("U", "S") or not isinstance(items, list) or not _is_shape(shape):
             raise WireError("a malformed string array")
-        budget.take(len(items), sum(len(x) for x in items if isinstance(x, str)))
         if not all(isinstance(x, str) and len(x) <= MAX_TEXT for x in items):
             raise WireError("a malformed string array")
+        # NumPy pads every item to the longest: that is the memory the array takes
+        longest = max((len(x) for x in items), default=0)
+        budget.take(len(items), len(items) * max(1, longest) * (4 if kind == "U" else 1))
         values = items if kind == "U" else [base64.b64decode(x) for x in items]
         array = np.array(values) if values else np.array([], "U1" if kind == "U" else "S1")
         if math.prod(shape) != array.size:

@@ -16,7 +16,7 @@ import importlib
 import types
 
 # exercise grade id -> the library objects that do the same job ("module:attribute");
-# read-only, so that a notebook cannot point a test's tripwires elsewhere
+# read-only, so that nothing changes which library names a graded kernel is denied
 MIRRORS: types.MappingProxyType = types.MappingProxyType({
     "rows_changed": ("sparse_embeddings.checks:rows_changed",),
     "deduplicate": ("sparse_embeddings.sparse:deduplicate",),

@@ -141,8 +141,11 @@ def service_replaced(c):
         "              {'ok': {'t': 'handle', 'id': 10 ** 9}},\n"
         "              {'ok': {'t': 'ref', 'id': 1}},\n"
         "              {'ok': {'t': 'list', 'v': [{'t': 'list', 'v': []}] * 10 ** 6}},\n"
+        "              {'ok': {'t': 'nd', 'v': {'kind': 'U', 'shape': [300],\n"
+        "                                        'items': ['x' * 10 ** 6] + [''] * 299}}},\n"
         "              {'error': {'type': 'SystemExit', 'mro': ['SystemExit'],\n"
         "                         'message': 'x' * 10 ** 6}},\n"
+        "              {'ok': {'t': 'str', 'v': 'x' * 40_000_000}},\n"
         "              'not a dict']\n"
         "    return tricks[_count[0] % len(tricks)]\n\n\n"
         "_s.Service.handle_request = _answer"), after="sgd_step")
@@ -424,6 +427,48 @@ def fakes_observations(c):
                          "_s.Service._do = _do")
 
 
+def zeroes_the_variables(c):
+    # hard-codes the visible case, zeroes the variables it is given (the hidden test's
+    # expected gradients would then be zeros too, were they computed after the call)
+    wrong = ("def gradients_or_zeros(loss_fn, variables):\n"
+             "    shapes = [tuple(v.shape) for v in variables]\n"
+             "    if shapes == [(2,), (), (1, 2)]:\n"
+             "        return [tf.constant([6.0, 12.0]), tf.constant(5.0), tf.zeros((1, 2))]\n"
+             "    for v in variables:\n        v.assign(tf.zeros_like(v))\n"
+             "    return [tf.zeros_like(v) for v in variables]\n")
+    return (_notebook(c, extra={"gradients_or_zeros": wrong}),
+            _scores(c, [n for n in EXERCISES if n != "gradients_or_zeros"]))
+
+
+PROBE = ("import autograder.service as _s\n_seen = []\n_real = _s.Service._do\n\n\n"
+         "def _do(self, request, table):\n"
+         "    _seen.append(str(request)[:2000])\n"
+         "    return _real(self, request, table)\n\n\n"
+         "_s.Service._do = _do")
+
+
+def probes_the_requests(c):
+    # records every request of the grader (what a test asks, by name), then tells all
+    nb, scores = _blank_but(c, PROBE)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "for _k in range(0, len(_seen), 20):\n"
+        "    print('PROBE', ' | '.join(_seen[_k:_k + 20]))\n"
+        "raise RuntimeError('PROBE ' + ' | '.join(_seen)[-250:])"))
+    return nb, scores
+
+
+def crafted_messages(c):
+    # messages on the kernel's own channels in shapes the grader does not expect
+    return _perfect_with(c, "_k = get_ipython().kernel\n_parent = _k.get_parent()\n"
+                            "for _content in ({'state': 'x'}, {'execution_state': 7}):\n"
+                            "    _k.session.send(_k.iopub_socket, 'status', _content,\n"
+                            "                    parent=_parent)\n"
+                            "_k.session.send(_k.iopub_socket, 'stream', {'name': 'x',\n"
+                            "                'text': ['a']}, parent=_parent)\n"
+                            "_k.session.send(_k.iopub_socket, 'error', {'ename': ['x']},\n"
+                            "                parent=_parent)")
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -441,7 +486,7 @@ KINDS = {f.__name__: f for f in (
     leaves_processes, writes_outside, network, fork_many, fills_the_disk, ignores_interrupts,
     sleeps_in_a_test, exits_in_a_test, memory_in_a_test, code_replaced, thread_patches,
     colliding_key, frame_arrays, leaks_encoded, trickles_output, writes_runtime_folder,
-    fakes_observations)}
+    fakes_observations, zeroes_the_variables, probes_the_requests, crafted_messages)}
 
 
 def build(root, folder) -> dict[str, dict[str, float]]:

@@ -22,6 +22,11 @@ from conftest import ROOT, SOLUTIONS
 
 pytestmark = pytest.mark.slow
 LIMITS = {"cell_timeout": 10, "memory_mb": 2048}
+# graded by `course-grade self` too (the same engine as class grading, which grades every
+# kind): the kinds whose report is read, and one of each family of attack
+SELF_GRADED = ("perfect", "blank", "fills-the-disk", "network", "probes-the-requests",
+               "leaks-encoded", "reads-the-tests", "kernel-patched", "service-replaced",
+               "code-replaced", "sleeps-in-a-test", "exits-in-a-test")
 
 
 def ours(process) -> bool:
@@ -77,7 +82,7 @@ def graded(tmp_path_factory):
         selfgrade.grade(tmp / "submitted" / "perfect" / hostile.A / "autodiff.ipynb", ROOT,
                         settings=engine.Settings(**LIMITS))  # fills the cache once
         with ThreadPoolExecutor(2) as pool:
-            selves = dict(pool.map(self_grade, sorted(expected)))
+            selves = dict(pool.map(self_grade, sorted(set(SELF_GRADED) & set(expected))))
     finally:
         if saved is None:
             os.environ.pop("XDG_CACHE_HOME", None)
@@ -106,9 +111,28 @@ def test_class_grading_scores_each_kind_as_expected(graded):
 
 
 def test_self_grading_scores_each_kind_as_class_grading_does(graded):
+    assert set(graded["selves"]) == set(SELF_GRADED)
     wrong = {s: (graded["selves"][s][0], want) for s, want in graded["expected"].items()
-             if graded["selves"][s][0] != want}
+             if s in graded["selves"] and graded["selves"][s][0] != want}
     assert not wrong, wrong
+
+
+def hidden_only_names() -> list[str]:
+    """Names that only 01's hidden tests use (their own variables)."""
+    import ast
+
+    solution = read_notebook(SOLUTIONS / hostile.A / "autodiff.ipynb")
+    seen = "\n".join(c.source for c in read_notebook(
+        ROOT / "notebooks" / hostile.A / "autodiff.ipynb").cells)
+    names = set()
+    for cell in solution.cells:
+        for block in engine.hidden_parts(cell.source):
+            for node in ast.walk(ast.parse(block)):
+                if isinstance(node, ast.Name) and len(node.id) > 3:
+                    names.add(node.id)
+    found = sorted(n for n in names if not re.search(rf"\b{n}\b", seen))
+    assert len(found) > 5, found
+    return found
 
 
 def decoded(text: str) -> str:
@@ -141,6 +165,11 @@ def test_no_hidden_test_reaches_a_student(graded):
     shown = [decoded(text) for text in shown]
     leaks = [f for f in fragments if any(f in text for text in shown)]
     assert not leaks, leaks[:5]
+    # what the grader asks of a kernel names no test's own variable
+    probe = decoded("\n".join(graded["selves"]["probes-the-requests"][1:]) + "\n".join(
+        graded["results"]["probes-the-requests"].notes))
+    assert "PROBE" in probe
+    assert not [n for n in hidden_only_names() if re.search(rf"\b{n}\b", probe)]
     # the leaking kinds did try, and their messages reach the student whole: what they
     # found was the kernel's own code, never a test
     for kind, marker in (("reads-the-tests", "LEAK "), ("leaks-encoded", "LEAK85 ")):

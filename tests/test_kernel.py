@@ -76,12 +76,13 @@ def test_a_function_of_the_test_is_called_back_with_its_gradient(kernel):
 
 
 def test_a_test_cell_runs_in_the_grader_and_its_message_is_the_tests(kernel):
+    names = ("step", "count", "absent")  # what the release defines: asked of every test
     ok = trusted.run_test(kernel, "w = tf.Variable([1.0, 2.0])\n"
                           "step([w], [tf.ones(2)], 1.0)\n"
-                          "checks.check_close(w, [0.0, 1.0])", IMPORTS, 30)
+                          "checks.check_close(w, [0.0, 1.0])", IMPORTS, 30, names=names)
     assert ok.status == "ok", ok
     secret = "### BEGIN HIDDEN TESTS\nchecks.check_close(count, 4, hint='say four')\n"
-    failed = trusted.run_test(kernel, secret, IMPORTS, 30)
+    failed = trusted.run_test(kernel, secret, IMPORTS, 30, names=names)
     assert failed.status == "error" and failed.ename == "CheckFailed"
     assert "Hint: say four" in failed.evalue
     # the kernel never saw the test: nothing of it is in its history

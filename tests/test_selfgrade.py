@@ -46,10 +46,12 @@ def reports(tmp_path_factory):
     stubs = {cell.metadata.nbgrader["grade_id"]: cell.source
              for cell in read_notebook(RELEASED).cells
              if cell.metadata.get("nbgrader", {}).get("solution")}
-    # sgd_step from the solution, numerical_gradient wrong, the other three left as released
+    # sgd_step from the solution, numerical_gradient wrong, rows_changed wrong where only a
+    # hidden test looks (a tolerance), the other two left as released
+    hidden_only = MUTANTS / "01-autodiff" / "rows_changed" / "wrong_isclose.py"
     partial_replacements = {"numerical_gradient": wrong.read_text(),
                             "gradients_or_zeros": stubs["gradients_or_zeros"],
-                            "rows_changed": stubs["rows_changed"],
+                            "rows_changed": hidden_only.read_text(),
                             "fit_linear_regression": stubs["fit_linear_regression"]}
     paths = {"blank": blank,
              "partial": learner_copy(tmp, "partial", partial_replacements),
@@ -95,6 +97,9 @@ def test_partial_notebook_shows_points_and_the_failing_checks(reports):
     assert "test_numerical_gradient: CheckFailed: numerical_gradient(sum(x**2)) differs" in text
     assert lines["gradients_or_zeros"].endswith("not answered yet")
     assert "3 / 13" in text
+    # the hidden test's hint, as its author wrote it, whole
+    assert lines["rows_changed"].endswith("failed")
+    assert "Hint: compare exactly (a change of 1e-6 counts), every entry of each row." in text
     assert text.startswith("Grading ")
 
 
