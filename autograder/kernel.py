@@ -109,6 +109,7 @@ def main() -> None:
     # count against no cell's time limit (the course's notebooks all import them)
     import sparse_embeddings.runtime  # noqa: F401  (TensorFlow, its C++ log silenced)
 
+    # isort: split
     import keras  # noqa: F401
     if os.environ.pop("COURSE_GRADE_SANDBOXED", "") == "1":
         restrict_writes()
