@@ -193,23 +193,27 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
 
 
 def describe_findings(findings: dict) -> list[str]:
-    """What the executor found, in sentences for the student and the instructor."""
+    """What the executor found, in sentences for the student and the instructor; cells
+    named as JupyterLab shows them (autograder.notebooks.place_of)."""
+    places = findings.get("places", {})
+
+    def where(cell: int) -> str:
+        return places.get(str(cell), f"cell {cell + 1}")
+
     notes = []
     for cell in findings.get("timeouts", []):
-        notes.append(f"cell {cell + 1} ran past the time limit and was stopped")
+        notes.append(f"{where(cell)} ran past the time limit and was stopped")
     for crash in findings.get("crashes", []):
         when = " while the grader rebuilt the state after a crash" if crash.get(
             "rebuilding") else ""
-        notes.append(f"the kernel stopped in cell {crash['cell'] + 1}{when}: {crash['reason']};"
+        notes.append(f"the kernel stopped in {where(crash['cell'])}{when}: {crash['reason']};"
                      " a fresh kernel ran the cells before it again and grading went on")
     if findings.get("not_run"):
         notes.append(f"{len(findings['not_run'])} cell(s) did not run: the kernel kept dying")
     for cell in findings.get("truncated", []):
-        notes.append(f"cell {cell + 1} printed more output than the limit; the rest was dropped")
+        notes.append(f"{where(cell)} printed more output than the limit; the rest was dropped")
     for item in findings.get("cell_errors", []):
-        what = f"answer cell {item['grade_id']}" if item.get("grade_id") else \
-            f"cell {item['cell'] + 1}"
-        notes.append(f"{what} raised an error: {item['error']}")
+        notes.append(f"{where(item['cell'])} raised an error: {item['error']}")
     return notes
 
 

@@ -118,6 +118,11 @@ def config(course_dir: Path, settings: Settings, job: Job | None = None):
     return loaded
 
 
+def findings_of(notebook) -> dict:
+    """What the executor found while grading `notebook` (autograder.executor)."""
+    return dict(notebook.metadata.get(FINDINGS, {}))
+
+
 def worker_course(base: Path, into: Path, root: Path) -> Path:
     """A private copy of the course folder `base` with what nbgrader's autograde needs: the
     gradebook (its students removed) and the assignments' source folders without their
@@ -182,9 +187,10 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
                 "max_score": float(grade.max_score or 0.0),
                 "needs_manual_grade": bool(grade.needs_manual_grade),
                 "message": messages.get(grade.name, ""),
+                "hidden": grade.name in findings_of(autograded).get("hidden_failures", []),
             }
         gradebook.remove_submission(job.assignment, job.student)
-    findings = dict(autograded.metadata.get(FINDINGS, {}))
+    findings = findings_of(autograded)
     for item in findings.get("cell_errors", []):
         item["error"] = str(item.get("error", ""))[:300]
     result["findings"] = findings

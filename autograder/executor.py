@@ -22,12 +22,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer, List, Unicode
 
 from autograder import trusted
-from autograder.notebooks import grade_id, is_test
+from autograder.notebooks import grade_id, is_test, place_of
 from autograder.session import CellRun, KernelSession, Limits
 
 FINDINGS = "course_grade"
@@ -74,7 +75,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                         max_output_kb=self.max_output_kb, cpu_seconds=self.cpu_seconds,
                         threads=self.kernel_threads or None)
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
-                    "not_run": []}
+                    "not_run": [], "hidden_failures": []}
         self._facts(resources)
         code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         crashed: set[int] = set()
@@ -97,6 +98,8 @@ class SandboxedExecute(NbGraderPreprocessor):
                         f"({type(error).__name__}: {str(error)[:300]})")])
                 cell.outputs = run.outputs
                 cell.execution_count = run.reply.get("execution_count")
+                if run.hidden:  # a test that Validate would have passed
+                    findings["hidden_failures"].append(grade_id(cell))
                 if run.truncated:
                     findings["truncated"].append(index)
                 if run.status == "timeout":
@@ -116,6 +119,9 @@ class SandboxedExecute(NbGraderPreprocessor):
         finally:
             if session is not None:
                 session.stop()
+        involved = set(findings["timeouts"] + findings["truncated"] + findings["not_run"] +
+                       [item["cell"] for item in findings["crashes"] + findings["cell_errors"]])
+        findings["places"] = {str(i): place_of(nb, i) for i in sorted(involved)}
         nb.metadata[FINDINGS] = findings
         return nb, resources
 
@@ -171,7 +177,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         outcome = trusted.run_test(session, cell.source, self.imports, self.timeout,
                                    self.max_output_kb * 1024, names=self.names or ())
         run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
-                      reason=outcome.reason)
+                      reason=outcome.reason, hidden=outcome.hidden)
+        if outcome.hidden:  # the feedback page says why Validate did not see it
+            run.outputs.append(nbformat.v4.new_output(
+                "stream", name="stdout", text="A hidden test of this cell failed (Validate "
+                                             "runs only the visible ones):\n"))
         if outcome.status != "ok":
             run.outputs.append(_error_output(outcome.ename, outcome.evalue))
         return run

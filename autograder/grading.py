@@ -26,6 +26,7 @@ class CellResult:
     score: float
     max_score: float
     message: str = ""  # the last line of the error, when the cell failed
+    hidden: bool = False  # it failed in a hidden test: Validate passed this cell
 
 
 @dataclass
@@ -145,7 +146,7 @@ def _result(student: str, name: str, run: dict) -> NotebookResult:
                             findings=run.get("findings") or {})
     for gid, cell in (run.get("cells") or {}).items():
         result.cells[gid] = CellResult(float(cell["score"] or 0.0), cell["max_score"],
-                                       cell["message"])
+                                       cell["message"], bool(cell.get("hidden")))
     return result
 
 

@@ -9,6 +9,13 @@ replacement sources for that cell:
   other exercise of the same submission keeps full marks;
 - `ok_*.py`: another correct solution; it must score full marks.
 
+A wrong mutant breaks a requirement the notebook states, so the visible tests (what
+Validate runs) must fail on it too: a learner whose Validate passes loses no points to a
+stated requirement. The exception is an answer fitted to the visible examples, which only
+the hidden tests' other inputs can catch: its file says so in a line
+`# Only hidden tests catch it: <the kind of case>`, and the exercise's text must say
+that such cases are tested.
+
 A submission is the release notebook with every answer taken from the solution,
 except the replaced ones; one submission carries one mutant of every exercise, so a
 notebook needs about as many submissions as its largest mutant set, plus a blank one
@@ -41,6 +48,7 @@ from autograder.notebooks import (
 )
 
 BLANK = "blank"
+HIDDEN_ONLY = "Only hidden tests catch it:"
 PERFECT = "solution"
 
 
@@ -59,6 +67,12 @@ class Mutant:
 
     def source(self) -> str:
         return self.path.read_text(encoding="utf-8").rstrip() + "\n"
+
+    @property
+    def hidden_only(self) -> str:
+        """The kind of case only hidden tests have, for a mistake only they catch; ""."""
+        found = re.search(rf"^# {re.escape(HIDDEN_ONLY)}\s*(.+)$", self.source(), re.M)
+        return found.group(1).strip() if found else ""
 
 
 def discover(mutants_dir: Path) -> dict[str, list[Mutant]]:
@@ -135,6 +149,14 @@ class Verdict:
     messages: list[str]
     # the wrong mutants of exercises that this exercise's solution calls
     wrong_callees: tuple[str, ...] = ()
+    visible_failure: bool = False  # a visible test failed: Validate would have said so
+
+    @property
+    def validate_passes_wrongly(self) -> bool:
+        """A wrong mutant of a stated requirement that only the hidden tests caught."""
+        return (self.mutant is not None and self.mutant.kind == "wrong" and
+                not self.mutant.hidden_only and self.score < self.max_score and
+                not self.visible_failure)
 
     @property
     def expected_full(self) -> bool:
@@ -146,13 +168,17 @@ class Verdict:
             return self.score == 0
         if self.expected_full:
             return self.score == self.max_score
-        return self.score < self.max_score
+        return self.score < self.max_score and not self.validate_passes_wrongly
 
     def describe(self) -> str:
         who = self.mutant.label if self.mutant else self.student
         want = ("0" if self.student == BLANK else
                 "full marks" if self.expected_full else f"less than {self.max_score:g}")
         text = f"{who}: {self.exercise} scored {self.score:g}/{self.max_score:g}, expected {want}"
+        if self.validate_passes_wrongly:
+            text = (f"{who}: only hidden tests of {self.exercise} failed, so Validate passes "
+                    f"it; a visible test should check the requirement it breaks (or the file "
+                    f"says '# {HIDDEN_ONLY} <the kind of case>')")
         failing = [m for m in self.messages if m]
         if failing:
             text += "; failing checks: " + " | ".join(m.splitlines()[0][:200] for m in failing)
@@ -218,6 +244,7 @@ def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = No
                 score=sum(c.score for c in cells),
                 max_score=sum(c.max_score for c in cells),
                 messages=[c.message for c in cells],
+                visible_failure=any(c.score < c.max_score and not c.hidden for c in cells),
                 wrong_callees=tuple(sorted(
                     c for c in callees[exercise]
                     if c in carried[student] and carried[student][c].kind == "wrong")),

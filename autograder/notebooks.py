@@ -77,6 +77,31 @@ def grade_id(cell) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
+def place_of(nb: nbformat.NotebookNode, index: int) -> str:
+    """Cell `index` named as a learner finds it in JupyterLab (which shows no cell
+    numbers): an exercise's answer or test by its id, else the code cell's rank under the
+    section heading above it."""
+    cell = nb.cells[index]
+    gid = grade_id(cell)
+    if gid and is_answer(cell):
+        return f"your answer {gid}"
+    if gid and is_test(cell):
+        return f"the test {gid}"
+    heading, rank = "", 0
+    for before in reversed(nb.cells[:index + 1]):
+        if before.cell_type == "code":
+            rank += 1
+        elif before.cell_type == "markdown":
+            titles = [line.lstrip("#").strip() for line in before.source.splitlines()
+                      if line.startswith("#")]
+            if titles:
+                heading = titles[-1]
+                break
+    ordinal = {1: "first", 2: "second", 3: "third"}.get(rank, f"{rank}th")
+    where = f'under "{heading}"' if heading else "at the top of the notebook"
+    return f"the {ordinal} code cell {where}"
+
+
 def strip_solution_markers(source: str) -> str:
     """The solution as a student would have typed it: the marker lines removed."""
     kept = [line for line in source.splitlines() if line.strip() not in SOLUTION_MARKERS]

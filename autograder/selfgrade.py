@@ -67,6 +67,7 @@ class ExerciseReport:
     max_score: float
     failures: list[tuple[str, str]]  # (test grade id, message)
     manual: bool = False  # an answer graded by hand: not scored here
+    hidden: tuple[str, ...] = ()  # the failing tests that failed in a hidden block
 
 
 def grade(path: Path, root: Path | None = None, warn=print,
@@ -105,6 +106,7 @@ def grade(path: Path, root: Path | None = None, warn=print,
             sum(c.score for c in cells.values()),
             sum(c.max_score for c in cells.values()),
             [(t, c.message) for t, c in cells.items() if c.score < c.max_score],
+            hidden=tuple(t for t, c in cells.items() if c.score < c.max_score and c.hidden),
         ))
     manual = [grade_id(c) for c in solution.cells if is_manual(c)]
     for gid in manual:
@@ -137,7 +139,9 @@ def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
                     continue
                 text = message or "the cell failed (no message)"
                 first, *rest = text.splitlines()
-                lines.append(f"      {test}: {first}")
+                kind = " (a hidden test: Validate runs only the visible ones)" \
+                    if test in report.hidden else ""
+                lines.append(f"      {test}{kind}: {first}")
                 lines.extend(f"      {line}" for line in rest)
     score = sum(r.score for r in auto)
     total = sum(r.max_score for r in auto)
@@ -154,33 +158,6 @@ def report(path: Path | str, root: Path | None = None) -> str:
     path = Path(path)
     assignment, reports, seconds, notes = grade(path, root)
     return format_report(path, assignment, reports, seconds, notes)
-
-
-def grade_button(filename: str):
-    """A button for the end of a notebook: saves nothing, grades the file on disk.
-
-    The learner saves the notebook first (Ctrl+S); the report appears under the button.
-    """
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    button = widgets.Button(description="Grade my notebook", icon="check",
-                            tooltip="every test, hidden ones included (save first)",
-                            layout=widgets.Layout(width="auto"))
-    output = widgets.Output()
-
-    def on_click(_):
-        output.clear_output()
-        with output:
-            print(f"Grading the saved {filename} (about half a minute) ...")
-            try:
-                print(report(Path(filename).resolve()))
-            except CourseError as error:
-                print(f"Cannot grade it: {error}")
-
-    button.on_click(on_click)
-    display(widgets.VBox([button, output]))
-    return button
 
 
 def _unanswered(message: str) -> bool:

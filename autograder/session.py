@@ -31,8 +31,10 @@ from autograder import sandbox
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
+PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_MESSAGE = 32 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
+WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
 
 
 @dataclass
@@ -53,6 +55,7 @@ class CellRun:
     reply: dict = field(default_factory=dict)
     truncated: bool = False
     reason: str = ""  # why the kernel died
+    hidden: bool = False  # a test cell (run by the grader) that failed in a hidden block
 
 
 class _Manager(KernelManager):
@@ -137,7 +140,7 @@ class KernelSession:
         if self.kc is not None:
             self.kc.stop_channels()
         if self.km is not None:
-            self._kill_tree()
+            self._kill_tree(wait=False)
             try:
                 self.km.cleanup_resources()
             except Exception:  # noqa: BLE001 - best effort on a dead kernel
@@ -154,37 +157,38 @@ class KernelSession:
         except psutil.Error:
             return None
 
-    def _tree(self) -> list:
-        top = self._process()
-        if top is None:
+    def _pids(self) -> list[int]:
+        """The kernel's process tree: bubblewrap (or the kernel) first."""
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is None or not os.path.exists(f"/proc/{process.pid}"):
             return []
-        try:
-            return [top, *top.children(recursive=True)]
-        except psutil.Error:
-            return [top]
+        return [process.pid, *_descendants(process.pid)]
 
-    def _kill_tree(self) -> None:
+    def _tree(self) -> list:
+        return [p for p in map(_process, self._pids()) if p is not None]
+
+    def _kill_tree(self, wait: bool = True) -> None:
         tree = self._tree()
         for process in reversed(tree):
             try:
                 process.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(tree, timeout=5)
+        if wait:
+            psutil.wait_procs(tree, timeout=5)
+        else:  # killed: the grader goes on while the processes finish dying
+            threading.Thread(target=psutil.wait_procs, args=(tree,), kwargs={"timeout": 5},
+                             daemon=True).start()
 
     def alive(self) -> bool:
         top = self._process()
         return top is not None and top.is_running() and top.status() != psutil.STATUS_ZOMBIE
 
-    def _over_limits(self) -> str | None:
-        """Why the kernel's process tree must be stopped now, or None."""
-        tree = self._tree()
-        used = 0
-        for process in tree:
-            try:
-                used += process.memory_info().rss
-            except psutil.Error:
-                pass
+    def _over_limits(self, pids: list[int] | None = None) -> str | None:
+        """Why the kernel's process tree (`pids`: all of it) must be stopped now, or None."""
+        tree = self._pids() if pids is None else pids
+        used = sum(map(_resident_bytes, tree))
         if used > self.limits.memory_mb * 2**20:
             return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
                     "stopped")
@@ -197,10 +201,11 @@ class KernelSession:
         return None
 
     def _watch(self) -> None:
-        while not self._stop_watch.wait(0.05):
-            if not self._tree():
+        while not self._stop_watch.wait(WATCH_INTERVAL):
+            pids = self._pids()
+            if not pids:
                 return
-            reason = self._over_limits()
+            reason = self._over_limits(pids)
             if reason:
                 self.killed_for = reason
                 self._kill_tree()
@@ -236,6 +241,11 @@ class KernelSession:
         cap = self.limits.max_output_kb * 1024
         used = 0
         idle = False
+        iopub, stdin = self.kc.iopub_channel.socket, self.kc.stdin_channel.socket
+        poller = zmq.Poller()
+        poller.register(iopub, zmq.POLLIN)
+        if on_input is not None:
+            poller.register(stdin, zmq.POLLIN)
         while not idle:
             now = time.monotonic()
             # the deadline holds however much or little the cell prints
@@ -248,13 +258,18 @@ class KernelSession:
                 result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
                                  "stop when interrupted; the kernel was stopped")
                 return result
-            if on_input is not None:
+            # one wait for either socket: a callback's input request is answered at once
+            ready = dict(poller.poll(50))
+            if on_input is not None and stdin in ready:
                 try:
                     self._answer_input(msg_id, on_input)
                 except zmq.ZMQError:
                     return self._broken(result)
+                continue
             try:
-                msg = self.kc.get_iopub_msg(timeout=0.05)
+                if iopub not in ready:
+                    raise queue.Empty
+                msg = self.kc.get_iopub_msg(timeout=0)
             except queue.Empty:
                 if not self.alive():
                     result.status = "died"
@@ -368,6 +383,42 @@ def _output(msg, msg_id: str):
         return nbformat.v4.output_from_msg(msg)
     except Exception:  # noqa: BLE001 - a message the grader cannot read is dropped
         return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, from /proc/PID/task/TID/children: reads only the tree's
+    own entries, not every process on the machine (the watcher looks 20 times a second)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(children)
+            todo.extend(children)
+    return found
+
+
+def _process(pid: int):
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def _resident_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _folder_bytes(folder) -> int:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from autograder.notebooks import HIDDEN_MARKERS
 from autograder.remote import Bridge, CellTimeout, KernelDied, Registered
 
 MESSAGE_LIMIT = 1500  # characters of a failing test's message kept for the student
@@ -33,6 +34,7 @@ class TestRun:
     evalue: str = ""
     outputs: list = field(default_factory=list)
     reason: str = ""  # why the kernel died
+    hidden: bool = False  # it failed inside a hidden block: Validate passed this cell
 
 
 class _Router:
@@ -95,12 +97,38 @@ def run_test(session, source: str, imports: str, timeout: float,
     except BaseException as error:  # noqa: BLE001 - any failure of the test is its verdict
         result.status, result.ename = "error", type(error).__name__
         result.evalue = _cap(_message(error))
+        result.hidden = _failed_line(error) in hidden_lines(source)
     result.outputs = list(bridge.outputs)
     text = printed.getvalue()
     if text:
         result.outputs.append(nbformat.v4.new_output("stream", name="stdout",
                                                      text=_cap(text, 20_000)))
     return result
+
+
+def hidden_lines(source: str) -> set[int]:
+    """The line numbers (from 1) of `source` inside its hidden blocks, markers included."""
+    begin, end = HIDDEN_MARKERS
+    lines, inside = set(), False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if line.strip().startswith(begin):
+            inside = True
+        if inside:
+            lines.add(number)
+        if line.strip().startswith(end):
+            inside = False
+    return lines
+
+
+def _failed_line(error: BaseException) -> int | None:
+    """The line of the test cell's top-level statement that was running when `error`
+    was raised (a helper the cell defines counts where it is called)."""
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_filename == "<test cell>":
+            return frame.tb_lineno
+        frame = frame.tb_next
+    return None
 
 
 def _message(error: BaseException) -> str:

@@ -1,7 +1,7 @@
 """The size of each notebook as a learner meets it: a sitting, measured.
 
 For every solution notebook: graded exercises, points, code and markdown cells, the mean
-words per markdown cell, the longest markdown cell, links, and the words a learner reads
+and median words per markdown cell, the longest markdown cell, links, and the words a learner reads
 (prose and code comments aside, markdown only) at 200 words a minute. With `--run`, also
 the wall-clock time of running the solution notebook top to bottom (nbclient, a fresh
 kernel, the course's own environment; COURSE_QUICK unset, as a learner runs it). Prints a
@@ -17,6 +17,7 @@ import argparse
 import json
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +54,7 @@ def measure(path: Path) -> dict:
         "code_cells": sum(c.cell_type == "code" for c in nb.cells),
         "markdown_cells": len(markdown),
         "words_per_markdown_cell": round(sum(counts) / max(len(counts), 1), 1),
+        "median_words_per_markdown_cell": statistics.median(counts) if counts else 0,
         "longest_markdown_cell": max(counts, default=0),
         "links": sum(len(LINK.findall(m)) for m in markdown),
         "reading_minutes": round(sum(counts) / READING_WORDS_PER_MINUTE, 1),
@@ -89,7 +91,8 @@ def main() -> int:
             row["run_seconds"] = run_seconds(path, args.timeout)
         rows.append(row)
     columns = ["notebook", "exercises", "points", "code_cells", "markdown_cells",
-               "words_per_markdown_cell", "longest_markdown_cell", "links", "reading_minutes"]
+               "words_per_markdown_cell", "median_words_per_markdown_cell",
+               "longest_markdown_cell", "links", "reading_minutes"]
     if args.run:
         columns.append("run_seconds")
     print("| " + " | ".join(columns) + " |")

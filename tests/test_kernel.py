@@ -90,6 +90,42 @@ def test_a_test_cell_runs_in_the_grader_and_its_message_is_the_tests(kernel):
     assert "say four" not in history and "check_close" not in history
 
 
+def test_a_failure_says_whether_validate_would_have_seen_it(kernel):
+    """A check that fails in a hidden block is marked hidden (Validate passed that cell);
+    one that fails in the visible part is not, and neither is a helper defined visibly
+    but called from the hidden block (it counts where it is called)."""
+    names = ("count",)
+    visible = "checks.check_close(count, 4)\n### BEGIN HIDDEN TESTS\nassert True\n" \
+              "### END HIDDEN TESTS\n"
+    hidden = "def more():\n    checks.check_close(count, 5)\ncount + 1\n" \
+             "### BEGIN HIDDEN TESTS\nmore()\n### END HIDDEN TESTS\n"
+    assert trusted.run_test(kernel, visible, IMPORTS, 30, names=names).hidden is False
+    run = trusted.run_test(kernel, hidden, IMPORTS, 30, names=names)
+    assert run.status == "error" and run.hidden is True
+
+
+def test_a_callback_costs_a_round_trip_not_a_poll(kernel):
+    """The grader waits on the kernel's output and its input requests together: 200 calls
+    back into the test take far less than the 10 s that 50 ms of polling each would."""
+    kernel.run("def call_many(f, n):\n    return sum(f(i) for i in range(n))")
+    call_many = bridge(kernel).request("get", name="call_many")
+    started = time.monotonic()
+    assert call_many(lambda i: i, 200) == sum(range(200))
+    assert time.monotonic() - started < 6
+
+
+def test_the_watcher_sees_every_process_the_kernel_starts(kernel):
+    session = KernelSession(Limits(cell_timeout=20, max_processes=6), use_sandbox=True)
+    session.start()
+    try:
+        run = session.run("import subprocess\n"
+                          "procs = [subprocess.Popen(['sleep', '30']) for _ in range(8)]\n"
+                          "import time\ntime.sleep(3)")
+        assert run.status == "died" and "processes" in run.reason
+    finally:
+        session.stop()
+
+
 def test_the_deadline_holds_whatever_the_cell_prints():
     session = KernelSession(Limits(cell_timeout=3), use_sandbox=sandbox.available()[0])
     session.start()

@@ -60,6 +60,24 @@ def test_plan_keeps_a_wrong_caller_away_from_a_wrong_callee():
     assert sorted(m.label for m in carried) == sorted(m.label for m in callee + caller)
 
 
+def test_a_mistake_only_hidden_tests_catch_must_say_so(tmp_path):
+    """A wrong mutant that loses points only in hidden tests passes Validate: the verdict
+    fails unless the mutant says it is fitted to the visible examples."""
+    plain, declared = tmp_path / "wrong_a.py", tmp_path / "wrong_b.py"
+    plain.write_text("# Mistake: ignores the stated dtype.\ndef f(): ...\n")
+    declared.write_text("# Mistake: returns the visible example's answer.\n"
+                        f"# {mutants.HIDDEN_ONLY} other sizes\ndef f(): ...\n")
+    assert mutants.Mutant("f", declared).hidden_only == "other sizes"
+
+    def verdict(path, visible_failure):
+        return mutants.Verdict("s", mutants.Mutant("f", path), "f", 1.0, 3.0, [""],
+                               visible_failure=visible_failure)
+
+    assert not verdict(plain, False).ok
+    assert "Validate passes it" in verdict(plain, False).describe()
+    assert verdict(plain, True).ok and verdict(declared, False).ok
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", [a for a in assignments() if (MUTANTS / a).is_dir()])
 def test_mutants_are_graded_as_expected(assignment):
