@@ -3,7 +3,8 @@
 #
 #   make lab       open the course: JupyterLab on notebooks/
 #   make class     a JupyterHub for a class on this machine (as root; accounts in hub.toml)
-#   make test      run the whole test suite
+#   make test      run the whole test suite (what CI runs)
+#   make check     the fast tier for the inner loop: no slow or browser test (minutes)
 #   make release   regenerate notebooks/ from solutions/ with nbgrader
 #   make points    points per notebook and exercise
 #   make mutants   grade the mutant submissions of every notebook (slow)
@@ -22,7 +23,7 @@ PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install system system-test lab class test release points mutants doctor demo clean
+.PHONY: install system system-test lab class test check release points mutants doctor demo clean
 
 install: $(STAMP)
 
@@ -56,6 +57,9 @@ class: $(STAMP) system
 
 test: $(STAMP) system-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+check: $(STAMP)
+	COURSE_TIER=check $(BIN)/python -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 release: $(STAMP)
 	$(BIN)/course release

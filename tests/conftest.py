@@ -67,6 +67,79 @@ def browser(chromium):
         browser.close()
 
 
+# --- tiers: a test over SLOW_LIMIT seconds carries the slow marker ------------------------
+
+SLOW_LIMIT = float(os.environ.get("COURSE_SLOW_LIMIT", "10"))  # seconds: set-up and call
+TIERS = ("slow", "browser")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "setup":
+        item._course_setup_s = call.duration
+    if report.when != "call" or not report.passed or \
+            any(item.get_closest_marker(tier) for tier in TIERS):
+        return
+    spent = call.duration + getattr(item, "_course_setup_s", 0.0)
+    if spent > SLOW_LIMIT:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} took {spent:.1f} s without the slow marker "
+                           f"(the limit is {SLOW_LIMIT:g} s): mark it @pytest.mark.slow, so "
+                           "that `make check` stays a fast tier")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """After `make check` (the fast tier): how many tests it left out, and when the whole
+    suite last passed, on which commit."""
+    if os.environ.get("COURSE_TIER") != "check":
+        return
+    left_out = len(terminalreporter.stats.get("deselected", []))
+    write = terminalreporter.write_line
+    write(f"make check left out {left_out} slow and browser tests; `make test` runs them all.")
+    write(_last_whole_run())
+
+
+def _last_whole_run() -> str:
+    import json
+
+    record = ROOT / "benchmarks" / "results" / "suite.json"
+    if not record.exists():
+        return "The whole suite has not run on this machine yet (`make test`)."
+    run = json.loads(record.read_text())
+    outcome = "passed" if run.get("exit_status") == 0 else \
+        f"failed ({run.get('failed', 0)} failed, {run.get('error', 0)} errors)"
+    where = run.get("commit", "an unrecorded commit")
+    here = _commit()
+    if here and where.startswith(here):
+        place = "on this tree" if not run.get("changes") and not _changes() else \
+            "on this commit (with uncommitted changes then or now)"
+    else:
+        place = f"on commit {where[:12]}, not this one ({here[:12] or 'unknown'})"
+    return (f"The whole suite last ran {place}, on {run.get('finished', '?')}, and "
+            f"{outcome} in {run.get('seconds', 0) / 60:.0f} min.")
+
+
+def _git(*args: str) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _commit() -> str:
+    return _git("rev-parse", "HEAD")
+
+
+def _changes() -> bool:
+    return bool(_git("status", "--porcelain", "--untracked-files=no"))
+
+
 # --- the suite's own size and time, for benchmarks/figures.py ---------------------------
 
 def pytest_sessionstart(session):
@@ -117,4 +190,5 @@ def _record_suite(session, exitstatus, seconds: float) -> None:
         "command": "make test", "tests": session.testscollected, **counts,
         "exit_status": int(exitstatus), "seconds": seconds,
         "cores": os.cpu_count(), "finished": datetime.date.today().isoformat(),
+        "commit": _commit(), "changes": _changes(),
         "files": dict(sorted(files.items(), key=lambda kv: -kv[1]))}, indent=1))

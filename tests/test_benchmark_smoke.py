@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "sparse_step.py"
@@ -14,6 +16,7 @@ TF_METHODS = {"tf_dense_sgd", "tf_sparse_sgd", "tf_sparse_sgd_rw", "keras_adam",
               "lazy_adam_update"}
 
 
+@pytest.mark.slow
 def test_sparse_step_benchmark_smoke(tmp_path):
     out = tmp_path / "sparse_step.json"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -136,6 +136,7 @@ def strategy_run(tmp_path_factory):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_shard_of_matches_the_partitioner(strategy_run):
     for rows, sizes in strategy_run["sizes"].items():
         assert sizes == cluster.shard_sizes(int(rows), 3), rows
@@ -149,6 +150,7 @@ def test_shard_of_matches_the_partitioner(strategy_run):
     assert sorted(tasks) == [0, 1, 2] and tasks[1] == (tasks[0] + 1) % 3, tasks
 
 
+@pytest.mark.slow
 def test_measured_bytes_equal_the_arithmetic(strategy_run):
     dim, unique = 4, 6  # ids 0, 3, 3, 49, 20, 0, 33, 34: 6 distinct
     sparse, dense = strategy_run["sparse"], strategy_run["dense"]

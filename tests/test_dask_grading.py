@@ -93,6 +93,7 @@ def refused(source: Path, out: Path, address: str, **settings) -> tuple[str, flo
 
 # --- a cluster that cannot grade: one sentence, in seconds, nothing written ---------------
 
+@pytest.mark.slow
 def test_no_scheduler_at_the_address(tmp_path, one_submission):
     message, seconds = refused(one_submission, tmp_path / "out",
                                f"tcp://127.0.0.1:{free_port()}")
@@ -119,6 +120,7 @@ def other_course(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submission):
     other = other_course(tmp_path / "other-course")
     with LocalProcesses(0, tmp_path / "cluster") as cluster:

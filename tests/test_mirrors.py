@@ -200,6 +200,7 @@ def _run_with(library, code: str, *args: str) -> str:
     return run.stdout
 
 
+@pytest.mark.slow
 def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp_path):
     """While 06 is graded its kernel's library has no build_tagger, train_step, spans or
     scores to call, while what the notebook's own cells use (tagging.make_tagger and fit,

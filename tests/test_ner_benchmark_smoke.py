@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from sparse_embeddings import data
 
@@ -22,6 +24,7 @@ def run(*args, timeout=150):
     return completed
 
 
+@pytest.mark.slow
 def test_ner_benchmark_smoke(tmp_path):
     extra = tmp_path / "unseen.conll"
     data.write_conll([(["Visit", "Paris", "@bob", "http://t.co"], ["O", "B-geo-loc", "O", "O"]),
