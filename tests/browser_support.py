@@ -14,12 +14,13 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from support import free_port
 
 from autograder.notebooks import (
     grade_id,
@@ -63,12 +64,6 @@ def write_lab_settings(config_dir: Path) -> None:
         path = config_dir / "lab" / "user-settings" / f"{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import sys
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import free_port
 
 from autograder import classgrade, demo
 from autograder.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster, LocalProcesses
@@ -65,12 +65,6 @@ def dask_processes() -> list:
         if re.search(r"\bdask (scheduler|worker)\b", line) or "distributed.cli" in line:
             found.append(p)
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

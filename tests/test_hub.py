@@ -27,7 +27,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import filled_notebook, slug
+from support import free_port
 
 from autograder import engine, hub
 from autograder.errors import CourseError
@@ -54,12 +54,6 @@ TEACHER, ADA, BOB = "cht-teacher", "cht-ada", "cht-bob"  # cht: course hub test
 A1, A3 = "01-autodiff", "03-sparse-updates"
 NB = {A1: "autodiff.ipynb", A3: "sparse_updates.ipynb"}
 PASSWORDS = {TEACHER: "teacher-pass-1", ADA: "ada-pass-123", BOB: "bob-pass-123"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def write_config(where: Path, **changes) -> Path:

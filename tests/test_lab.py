@@ -4,20 +4,14 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 
 import pytest
+from support import free_port
 
 from conftest import ROOT, release_paths
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, bytes]:
