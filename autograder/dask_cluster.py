@@ -28,7 +28,6 @@ import io
 import multiprocessing
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
-from autograder import course, engine, sandbox
+from autograder import course, engine, processes, sandbox
 from autograder.errors import CourseError
 
 CONNECT_SECONDS = 10  # to reach the scheduler, and again for a first worker to be there
@@ -430,15 +429,10 @@ class LocalProcesses:
             client.wait_for_workers(count, timeout=120)
 
     def stop(self) -> None:
+        # each server's process group: whatever it started ends with it
+        processes.end([member for process in self.processes
+                       for member in processes.group(process.pid)], grace=15)
         for process in self.processes:
-            _signal_group(process, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for process in self.processes:
-            try:
-                process.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-            _signal_group(process, signal.SIGKILL)  # whatever the process left behind
             process.wait()
 
     def __enter__(self):
@@ -446,10 +440,3 @@ class LocalProcesses:
 
     def __exit__(self, *exc):
         self.stop()
-
-
-def _signal_group(process: subprocess.Popen, signum: int) -> None:
-    try:
-        os.killpg(process.pid, signum)
-    except ProcessLookupError:
-        pass

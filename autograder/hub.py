@@ -32,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import course
+from autograder import course, processes
 from autograder.errors import CourseError
 
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
@@ -401,16 +401,8 @@ class Hub:
                           f"{START_SECONDS} s: see {self.log_path}")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)  # the hub stops the servers it spawned
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # the hub's process group: SIGTERM lets the hub stop the servers it spawned
+        processes.end(processes.group(self.process.pid), grace=30)
         self.process.wait()
         _end_processes_of(self.config.passwords)
 
@@ -431,19 +423,8 @@ def _end_processes_of(users) -> None:
             uids.add(pwd.getpwnam(name).pw_uid)
         except KeyError:
             pass
-    left = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and
-            p.info["uids"].real in uids]
-    for process in left:
-        try:
-            process.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(left, timeout=10)
-    for process in alive:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
+    processes.end([p for p in psutil.process_iter(["uids"]) if p.info["uids"] and
+                   p.info["uids"].real in uids], grace=10)
 
 
 def serve(config_path: Path | str, root: Path, log=print) -> int:

@@ -25,7 +25,7 @@ import psutil
 import zmq
 from jupyter_client import KernelManager
 
-from autograder import sandbox
+from autograder import processes, sandbox
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
@@ -163,23 +163,16 @@ class KernelSession:
         process = getattr(provisioner, "process", None)
         if process is None or not os.path.exists(f"/proc/{process.pid}"):
             return []
-        return [process.pid, *_descendants(process.pid)]
+        return [process.pid, *processes.descendants(process.pid)]
 
     def _tree(self) -> list:
-        return [p for p in map(_process, self._pids()) if p is not None]
+        pids = self._pids()
+        return processes.tree(pids[0]) if pids else []
 
     def _kill_tree(self, wait: bool = True) -> None:
-        tree = self._tree()
-        for process in reversed(tree):
-            try:
-                process.kill()
-            except psutil.Error:
-                pass
-        if wait:
-            psutil.wait_procs(tree, timeout=5)
-        else:  # killed: the grader goes on while the processes finish dying
-            threading.Thread(target=psutil.wait_procs, args=(tree,), kwargs={"timeout": 5},
-                             daemon=True).start()
+        """SIGKILL to the kernel and all it started; without `wait`, the grader goes on
+        while they finish dying."""
+        processes.end(self._tree(), background=not wait)
 
     def alive(self) -> bool:
         top = self._process()
@@ -382,34 +375,6 @@ def _output(msg, msg_id: str):
             return None
         return nbformat.v4.output_from_msg(msg)
     except Exception:  # noqa: BLE001 - a message the grader cannot read is dropped
-        return None
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, from /proc/PID/task/TID/children: reads only the tree's
-    own entries, not every process on the machine (the watcher looks 20 times a second)."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{task}/children") as handle:
-                    children = [int(child) for child in handle.read().split()]
-            except (OSError, ValueError):
-                continue
-            found.extend(children)
-            todo.extend(children)
-    return found
-
-
-def _process(pid: int):
-    try:
-        return psutil.Process(pid)
-    except psutil.Error:
         return None
 
 
