@@ -30,7 +30,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -38,6 +38,7 @@ import nbformat
 from autograder import course, engine, sandbox
 from autograder.errors import CourseError
 from autograder.intake import STUDENT_ID, Submission, collect, notebook_names  # noqa: F401
+from autograder.limits import Limits
 from autograder.notebooks import grade_id, read_notebook
 from autograder.repair import Prepared, prepare_submission, release_imports  # noqa: F401
 from autograder.store import (  # noqa: F401
@@ -54,13 +55,9 @@ from autograder.store import (  # noqa: F401
 @dataclass
 class Settings:
     workers: int | None = None
-    cell_timeout: int | None = None
-    memory_mb: int = 4096
-    max_output_kb: int = 256
+    limits: Limits = field(default_factory=Limits)  # kernel_threads None: cores / workers
     force: bool = False
     keep_logs: bool = False  # keep the workers' folders (nbgrader's and the kernels' logs)
-    kernel_threads: int | None = None  # threads per kernel; default: cores / workers
-    cpu_seconds: int = 3600  # CPU time of a kernel
     no_sandbox: bool = False  # the instructor's explicit choice to grade without one
     scheduler: str | None = None  # a Dask scheduler's address: its workers grade
 
@@ -69,12 +66,9 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
                 settings: Settings | None = None, log=print) -> list[Result]:
     """Grade every submission in `source` into `out`; returns every result `out` holds."""
     settings = settings or Settings()
-    for name in ("workers", "cell_timeout", "memory_mb", "max_output_kb", "kernel_threads",
-                 "cpu_seconds"):
-        value = getattr(settings, name)
-        if value is not None and value < 1:
-            option = "--" + name.replace("_", "-")
-            raise CourseError(f"{option} must be at least 1 (got {value}).")
+    if settings.workers is not None and settings.workers < 1:
+        raise CourseError(f"--workers must be at least 1 (got {settings.workers}).")
+    settings.limits.check()
     if settings.scheduler and settings.workers:
         raise CourseError("--workers sets how many processes grade on this machine; with "
                           "--scheduler the cluster's workers grade: leave --workers out.")
@@ -163,12 +157,10 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     if runnable:
         workers = max(1, min(settings.workers or os.cpu_count() or 1, len(runnable)))
         # on a cluster, each worker's share of its machine's cores (dask_cluster)
-        threads = settings.kernel_threads or (
+        threads = settings.limits.kernel_threads or (
             None if cluster else max(1, (os.cpu_count() or 1) // workers))
-        engine_settings = engine.Settings(
-            cell_timeout=settings.cell_timeout, memory_mb=settings.memory_mb,
-            max_output_kb=settings.max_output_kb, cpu_seconds=settings.cpu_seconds,
-            kernel_threads=threads, sandbox=sandboxed)
+        engine_settings = engine.Settings(replace(settings.limits, kernel_threads=threads),
+                                          sandbox=sandboxed)
         jobs, by_key = [], {}
         for sub, prepared in runnable:
             key = (sub.student, sub.assignment)

@@ -198,12 +198,13 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
 
 def _settings(args):
     from autograder.classgrade import Settings
+    from autograder.limits import Limits
 
-    return Settings(workers=args.workers, cell_timeout=args.cell_timeout,
-                    memory_mb=args.memory_mb, max_output_kb=args.max_output_kb,
-                    force=args.force, keep_logs=args.keep_logs,
-                    kernel_threads=args.kernel_threads, cpu_seconds=args.cpu_seconds,
-                    no_sandbox=args.no_sandbox, scheduler=args.scheduler)
+    return Settings(workers=args.workers, limits=Limits(
+        cell_timeout=args.cell_timeout, memory_mb=args.memory_mb,
+        max_output_kb=args.max_output_kb, kernel_threads=args.kernel_threads,
+        cpu_seconds=args.cpu_seconds), force=args.force, keep_logs=args.keep_logs,
+        no_sandbox=args.no_sandbox, scheduler=args.scheduler)
 
 
 def cmd_grade_class(args) -> int:

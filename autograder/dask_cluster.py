@@ -144,8 +144,9 @@ def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
     if starts > TRIES:
         return {"error": f"the worker grading it stopped {TRIES} times (out of memory, or "
                          "killed): it was not graded", "starts": starts}
-    if not settings.kernel_threads:
-        settings = replace(settings, kernel_threads=threads.get(socket.gethostname(), 1))
+    if not settings.limits.kernel_threads:
+        settings = replace(settings, limits=replace(
+            settings.limits, kernel_threads=threads.get(socket.gethostname(), 1)))
     # One grading at a time per worker process: each has its own kernel
     with _ON_WORKER["lock"]:
         for _ in range(2):

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -30,6 +30,7 @@ import nbformat
 from autograder import course
 from autograder.errors import CourseError
 from autograder.executor import FINDINGS
+from autograder.limits import Limits
 from autograder.notebooks import HIDDEN_MARKERS, grade_id, is_test
 
 # nbgrader's autograde with the course's sandboxed executor in place of nbgrader's Execute
@@ -46,11 +47,7 @@ AUTOGRADE_PREPROCESSORS = (
 
 @dataclass
 class Settings:
-    cell_timeout: int | None = None  # default: the course's Execute.timeout
-    memory_mb: int = 4096
-    max_output_kb: int = 256
-    cpu_seconds: int = 3600
-    kernel_threads: int | None = None
+    limits: Limits = field(default_factory=Limits)  # cell_timeout None: the course's
     sandbox: bool = True
 
 
@@ -98,12 +95,9 @@ def config(course_dir: Path, settings: Settings, job: Job | None = None):
     overrides = Config()
     overrides.Autograde.autograde_preprocessors = list(AUTOGRADE_PREPROCESSORS)
     overrides.OverwriteCells.add_missing_cells = True
-    timeout = settings.cell_timeout or loaded.get("Execute", {}).get("timeout") or 120
-    overrides.SandboxedExecute.timeout = int(timeout)
-    overrides.SandboxedExecute.memory_mb = settings.memory_mb
-    overrides.SandboxedExecute.max_output_kb = settings.max_output_kb
-    overrides.SandboxedExecute.cpu_seconds = settings.cpu_seconds
-    overrides.SandboxedExecute.kernel_threads = settings.kernel_threads or 0
+    timeout = settings.limits.cell_timeout or loaded.get("Execute", {}).get("timeout")
+    overrides.SandboxedExecute.limits = replace(
+        settings.limits, cell_timeout=int(timeout) if timeout else None).as_dict()
     overrides.SandboxedExecute.use_sandbox = settings.sandbox
     if job is not None:
         overrides.SandboxedExecute.imports = job.imports

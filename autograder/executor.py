@@ -25,11 +25,12 @@ from pathlib import Path
 import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Dict, List, Unicode
 
 from autograder import trusted
+from autograder.limits import Limits
 from autograder.notebooks import grade_id, is_test, place_of
-from autograder.session import CellRun, KernelSession, Limits
+from autograder.session import CellRun, KernelSession
 
 FINDINGS = "course_grade"
 MAX_RESTARTS = 5  # fresh kernels per notebook, each rebuilding the state
@@ -48,13 +49,8 @@ def _first_error(outputs) -> str:
 
 
 class SandboxedExecute(NbGraderPreprocessor):
-    timeout = Integer(120, help="seconds a cell may run").tag(config=True)
-    memory_mb = Integer(4096, help="memory of the kernel and its children (MB)").tag(
-        config=True)
-    max_output_kb = Integer(256, help="output kept per cell (kB)").tag(config=True)
-    cpu_seconds = Integer(3600, help="CPU time of the kernel (s)").tag(config=True)
-    kernel_threads = Integer(0, help="threads for TensorFlow's ops (0: leave)").tag(
-        config=True)
+    limits = Dict(help="what the kernel may use: autograder.limits.Limits as a dict "
+                       "(default: its defaults)").tag(config=True)
     use_sandbox = Bool(True, help="run the kernel in bubblewrap").tag(config=True)
     imports = Unicode("", help="the release's import lines, run in the grader before "
                                "each test (default: read from the course's release)").tag(
@@ -71,9 +67,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                       "the kernel (default: read from the course's release)").tag(config=True)
 
     def preprocess(self, nb, resources):
-        limits = Limits(cell_timeout=self.timeout, memory_mb=self.memory_mb,
-                        max_output_kb=self.max_output_kb, cpu_seconds=self.cpu_seconds,
-                        threads=self.kernel_threads or None)
+        limits = self._limits = Limits.from_dict(self.limits)
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
                     "not_run": [], "hidden_failures": []}
         self._facts(resources)
@@ -174,8 +168,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     def _run_cell(self, session: KernelSession, cell):
         if not is_test(cell):
             return session.run(cell.source)
-        outcome = trusted.run_test(session, cell.source, self.imports, self.timeout,
-                                   self.max_output_kb * 1024, names=self.names or ())
+        outcome = trusted.run_test(session, cell.source, self.imports, self._limits.timeout,
+                                   self._limits.max_output_kb * 1024, names=self.names or ())
         run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
                       reason=outcome.reason, hidden=outcome.hidden)
         if outcome.hidden:  # the feedback page says why Validate did not see it

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
+from autograder.limits import Limits
 from autograder.notebooks import grade_id, nbgrader_meta, read_notebook
 
 
@@ -125,7 +126,7 @@ def autograde(root: Path, assignment: str,
                     continue
                 jobs.append(engine.Job.of((student, name), student, assignment, name,
                                           nbformat.writes(prepared.notebook), release))
-        settings = settings or engine.Settings(cell_timeout=cell_timeout,
+        settings = settings or engine.Settings(Limits(cell_timeout=cell_timeout),
                                                sandbox=sandbox.available()[0])
         started = time.monotonic()
         count = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))

@@ -26,6 +26,7 @@ import zmq
 from jupyter_client import KernelManager
 
 from autograder import processes, sandbox
+from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
@@ -35,17 +36,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_MESSAGE = 32 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
-
-
-@dataclass
-class Limits:
-    cell_timeout: int = 120  # seconds of wall-clock time per cell
-    memory_mb: int = 4096  # the kernel and everything it started
-    max_output_kb: int = 256  # output kept per cell
-    cpu_seconds: int = 3600  # CPU time of the kernel process (RLIMIT_CPU)
-    max_processes: int = 64  # processes in the kernel's tree
-    scratch_mb: int = 512  # the sandbox's writable home
-    threads: int | None = None  # TF_NUM_INTRAOP_THREADS / OMP_NUM_THREADS for the kernel
 
 
 @dataclass
@@ -100,8 +90,8 @@ class KernelSession:
         for name in THREAD_VARIABLES:
             if os.environ.get(name):
                 env[name] = os.environ[name]
-            elif self.limits.threads:
-                env[name] = str(self.limits.threads)
+            elif self.limits.kernel_threads:
+                env[name] = str(self.limits.kernel_threads)
         if self.use_sandbox:
             fonts = _matplotlib_cache()
             env.update(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
@@ -217,7 +207,7 @@ class KernelSession:
     # -- one cell ------------------------------------------------------------------------
     def run(self, code: str, timeout: float | None = None) -> CellRun:
         """Run a cell of the notebook; its outputs, capped, and how it ended."""
-        return self.execute(code, timeout or self.limits.cell_timeout)
+        return self.execute(code, timeout or self.limits.timeout)
 
     def execute(self, code: str, timeout: float, on_input=None) -> CellRun:
         """Send `code` to the kernel and wait, at most `timeout` seconds whatever it

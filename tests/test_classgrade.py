@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from autograder import classgrade, demo, reports, sandbox, session
+from autograder.limits import Limits
 from autograder.notebooks import HIDDEN_MARKERS, grade_id, read_notebook
 from conftest import ROOT
 
@@ -224,7 +225,7 @@ def test_rerun_is_identical_and_one_more_student_leaves_the_others(graded_demo, 
     again = tmp_path / "again"
     for student in ("perfect", "mistake-sgd-step"):
         shutil.copytree(out / "submitted-demo" / student, again / student)
-    settings = classgrade.Settings(workers=2, cell_timeout=10, force=True)
+    settings = classgrade.Settings(workers=2, force=True, limits=Limits(cell_timeout=10))
     # submitted through nbgrader's exchange 90 minutes after the due date the instructor set
     (again / "perfect" / A / "timestamp.txt").write_text("2026-12-01 10:30:00.000000 UTC")
     with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
@@ -261,11 +262,13 @@ def test_nbformat_conversion_keeps_nbgrader_metadata(c01):
 
 
 @pytest.mark.parametrize("option", ["workers", "cell_timeout", "memory_mb", "max_output_kb",
-                                    "kernel_threads"])
+                                    "kernel_threads", "cpu_seconds"])
 def test_settings_below_one_are_refused_before_anything_runs(tmp_path, option):
     out = tmp_path / "out"
     with pytest.raises(classgrade.CourseError, match="--" + option.replace("_", "-")):
-        classgrade.grade_class(ROOT, tmp_path, out, [A], classgrade.Settings(**{option: 0}))
+        settings = classgrade.Settings(workers=0) if option == "workers" else \
+            classgrade.Settings(limits=Limits(**{option: 0}))
+        classgrade.grade_class(ROOT, tmp_path, out, [A], settings)
     assert not out.exists()
 
 
@@ -281,7 +284,8 @@ def test_each_kernel_gets_its_share_of_threads(tmp_path, c01, monkeypatch):
     path.write_bytes(demo._bytes(nb))
     out = tmp_path / "out"
     classgrade.grade_class(ROOT, tmp_path / "in", out, [A],
-                           classgrade.Settings(workers=1, kernel_threads=3), log=lambda _: None)
+                           classgrade.Settings(workers=1, limits=Limits(kernel_threads=3)),
+                           log=lambda _: None)
     graded = read_notebook(out / "autograded" / "probe" / A / NB)
     printed = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
     assert "threads: 3" in printed

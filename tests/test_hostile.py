@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from autograder import classgrade, course, engine, reports, sandbox, selfgrade
+from autograder.limits import Limits
 from autograder.notebooks import read_notebook
 from conftest import ROOT, SOLUTIONS
 
@@ -63,7 +64,7 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile")
     expected = hostile.build(ROOT, tmp / "submitted")
     out = tmp / "out"
-    settings = classgrade.Settings(workers=2, force=True, **LIMITS)
+    settings = classgrade.Settings(workers=2, force=True, limits=Limits(**LIMITS))
     results = {r.student: r for r in classgrade.grade_class(
         ROOT, tmp / "submitted", out, [hostile.A], settings, log=lambda _: None)}
     summary = classgrade.report(ROOT, out, list(results.values()))
@@ -74,13 +75,13 @@ def graded(tmp_path_factory):
     def self_grade(student):
         path = tmp / "submitted" / student / hostile.A / "autodiff.ipynb"
         assignment, exercise_reports, seconds, notes = selfgrade.grade(
-            path, ROOT, settings=engine.Settings(**LIMITS))
+            path, ROOT, settings=engine.Settings(Limits(**LIMITS)))
         text = selfgrade.format_report(path, assignment, exercise_reports, seconds, notes)
         return student, ({r.name: r.score for r in exercise_reports if not r.manual}, text)
 
     try:
         selfgrade.grade(tmp / "submitted" / "perfect" / hostile.A / "autodiff.ipynb", ROOT,
-                        settings=engine.Settings(**LIMITS))  # fills the cache once
+                        settings=engine.Settings(Limits(**LIMITS)))  # fills the cache once
         with ThreadPoolExecutor(2) as pool:
             selves = dict(pool.map(self_grade, sorted(set(SELF_GRADED) & set(expected))))
     finally:

@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from autograder import sandbox, trusted
+from autograder.limits import Limits
 from autograder.remote import Bridge, KernelDied, RemoteError
-from autograder.session import KernelSession, Limits
+from autograder.session import KernelSession
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
