@@ -35,20 +35,20 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import course, engine, sandbox
+from autograder import course, engine, reports, sandbox
 from autograder.errors import CourseError
-from autograder.intake import STUDENT_ID, Submission, collect, notebook_names  # noqa: F401
+from autograder.intake import Submission, collect, notebook_names
 from autograder.limits import Limits
 from autograder.notebooks import grade_id, read_notebook
-from autograder.repair import Prepared, prepare_submission, release_imports  # noqa: F401
-from autograder.store import (  # noqa: F401
+from autograder.repair import Prepared, prepare_submission
+from autograder.store import (
     ClassGradebook,
     Result,
-    _assignment_digest,
-    _results_path,
-    _zero_cells,
+    assignment_digest,
     load_results,
     prepare_out,
+    results_path,
+    zero_cells,
 )
 
 
@@ -108,12 +108,12 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     for a in course.assignments(root):
         for path in course.solution_notebooks(root, a):
             all_ids[a] = {grade_id(c) for c in read_notebook(path).cells if grade_id(c)}
-    digests = {a: _assignment_digest(root, a) for a in names}
+    digests = {a: assignment_digest(root, a) for a in names}
     writer = ClassGradebook(out)
 
     todo, unchanged = [], 0
     for sub in submissions:
-        path = _results_path(out, sub.assignment, sub.student)
+        path = results_path(out, sub.assignment, sub.student)
         if path.exists() and not settings.force:
             old = json.loads(path.read_text(encoding="utf-8"))
             if (old["digest"], old["assignment_digest"], old.get("timestamp")) == (
@@ -131,16 +131,16 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
                         exchange_files=dict(sub.exchange_files))
         autograded = None
         if run is None or run.get("error"):
-            result.cells = _zero_cells(releases[sub.assignment])
+            result.cells = zero_cells(releases[sub.assignment])
             if run is not None:
                 result.fatal = run["error"]
         else:
             result.cells = run["cells"]
             result.seconds = run["seconds"]
-            result.notes += describe_findings(run["findings"])
+            result.notes += reports.describe_findings(run["findings"])
             autograded = run["autograded"]
         writer.record(result, autograded)
-        path = _results_path(out, sub.assignment, sub.student)
+        path = results_path(out, sub.assignment, sub.student)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(result), indent=1, sort_keys=True), encoding="utf-8")
         return result
@@ -184,31 +184,6 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     return load_results(out)
 
 
-def describe_findings(findings: dict) -> list[str]:
-    """What the executor found, in sentences for the student and the instructor; cells
-    named as JupyterLab shows them (autograder.notebooks.place_of)."""
-    places = findings.get("places", {})
-
-    def where(cell: int) -> str:
-        return places.get(str(cell), f"cell {cell + 1}")
-
-    notes = []
-    for cell in findings.get("timeouts", []):
-        notes.append(f"{where(cell)} ran past the time limit and was stopped")
-    for crash in findings.get("crashes", []):
-        when = " while the grader rebuilt the state after a crash" if crash.get(
-            "rebuilding") else ""
-        notes.append(f"the kernel stopped in {where(crash['cell'])}{when}: {crash['reason']};"
-                     " a fresh kernel ran the cells before it again and grading went on")
-    if findings.get("not_run"):
-        notes.append(f"{len(findings['not_run'])} cell(s) did not run: the kernel kept dying")
-    for cell in findings.get("truncated", []):
-        notes.append(f"{where(cell)} printed more output than the limit; the rest was dropped")
-    for item in findings.get("cell_errors", []):
-        notes.append(f"{where(item['cell'])} raised an error: {item['error']}")
-    return notes
-
-
 def require_sandbox(no_sandbox: bool) -> bool:
     """True when grading runs sandboxed; CourseError when it cannot and was not told to go
     without (--no-sandbox)."""
@@ -242,8 +217,6 @@ class Progress:
 
 def report(root: Path, out: Path, results: list[Result]) -> str:
     """Write grades.csv, the feedback pages and the summary; return the terminal summary."""
-    from autograder import reports
-
     names = sorted({r.assignment for r in results})
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}

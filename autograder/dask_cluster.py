@@ -54,14 +54,14 @@ TRIES = 2  # starts of one submission's task: the first, and one more after a wo
 
 def fingerprint(root: Path, assignments: list[str]) -> dict:
     """Digests of the course's code (grader and library) and of each assignment."""
-    from autograder.store import _assignment_digest
+    from autograder.store import assignment_digest
 
     code = hashlib.sha256()
     for package in ("autograder", "sparse_embeddings"):
         for path in sorted((root / package).rglob("*.py")):
             code.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return {"code": code.hexdigest()[:16],
-            "assignments": {a: _assignment_digest(root, a) if (
+            "assignments": {a: assignment_digest(root, a) if (
                 root / course.SOURCE_DIR / a).is_dir() else "missing" for a in assignments}}
 
 

@@ -200,7 +200,7 @@ def release_names(release) -> list[str]:
     release, the list tells the kernel nothing about any test."""
     import ast
 
-    from autograder.repair import release_imports
+    from autograder.notebooks import release_imports
 
     imported = {alias.asname or alias.name.split(".")[0]  # read, not run: no TensorFlow here
                 for node in ast.parse(release_imports(release)).body
@@ -226,8 +226,7 @@ def release_names(release) -> list[str]:
 def facts_of(release) -> tuple[str, list[str], list[str]]:
     """(imports, exercises, library names its own cells use) of a release notebook."""
     from autograder import withheld
-    from autograder.notebooks import is_answer, nbgrader_meta
-    from autograder.repair import release_imports
+    from autograder.notebooks import is_answer, nbgrader_meta, release_imports
 
     exercises = [grade_id(c) for c in release.cells if is_answer(c) and grade_id(c)]
     own = [c.source for c in release.cells if c.cell_type == "code" and not nbgrader_meta(c)]

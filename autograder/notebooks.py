@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -155,3 +156,21 @@ def notebook_points(nb: nbformat.NotebookNode) -> float:
 def defined_names(source: str) -> set[str]:
     """Top-level functions and classes a cell defines (by a light parse of its source)."""
     return set(re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE))
+
+
+def release_imports(release: nbformat.NotebookNode) -> str:
+    """The import statements of the release's ordinary code cells (the setup cell's)."""
+    lines = []
+    for cell in release.cells:
+        if cell.cell_type != "code" or nbgrader_meta(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                if not (module or "").startswith("autograder"):
+                    lines.append(ast.unparse(node))
+    return "\n".join(dict.fromkeys(lines))

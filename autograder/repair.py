@@ -4,7 +4,6 @@ cells are put back, edited test cells and copied grade ids are noted."""
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from autograder.intake import Submission
-from autograder.notebooks import grade_id, is_test, nbgrader_meta
+from autograder.notebooks import grade_id, is_test
 
 
 @dataclass
@@ -100,19 +99,3 @@ def _put_back(nb, release, missing: list[str]) -> None:
             original.source, metadata=copy.deepcopy(original.metadata)))
 
 
-def release_imports(release: nbformat.NotebookNode) -> str:
-    """The import statements of the release's ordinary code cells (the setup cell's)."""
-    lines = []
-    for cell in release.cells:
-        if cell.cell_type != "code" or nbgrader_meta(cell):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
-                if not (module or "").startswith("autograder"):
-                    lines.append(ast.unparse(node))
-    return "\n".join(dict.fromkeys(lines))

@@ -254,3 +254,28 @@ def write_all(results, releases: dict, out: Path) -> dict:
     stats = summary(results, layout)
     summary_png(stats, out / "summary.png")
     return stats
+
+
+def describe_findings(findings: dict) -> list[str]:
+    """What the executor found, in sentences for the student and the instructor; cells
+    named as JupyterLab shows them (autograder.notebooks.place_of)."""
+    places = findings.get("places", {})
+
+    def where(cell: int) -> str:
+        return places.get(str(cell), f"cell {cell + 1}")
+
+    notes = []
+    for cell in findings.get("timeouts", []):
+        notes.append(f"{where(cell)} ran past the time limit and was stopped")
+    for crash in findings.get("crashes", []):
+        when = " while the grader rebuilt the state after a crash" if crash.get(
+            "rebuilding") else ""
+        notes.append(f"the kernel stopped in {where(crash['cell'])}{when}: {crash['reason']};"
+                     " a fresh kernel ran the cells before it again and grading went on")
+    if findings.get("not_run"):
+        notes.append(f"{len(findings['not_run'])} cell(s) did not run: the kernel kept dying")
+    for cell in findings.get("truncated", []):
+        notes.append(f"{where(cell)} printed more output than the limit; the rest was dropped")
+    for item in findings.get("cell_errors", []):
+        notes.append(f"{where(item['cell'])} raised an error: {item['error']}")
+    return notes

@@ -76,7 +76,7 @@ def grade(path: Path, root: Path | None = None, warn=print,
     notes name every cell outside the tests that raised, and every cell that was stopped.
     `settings` (an engine.Settings) for limits other than the course's."""
     from autograder import engine, sandbox
-    from autograder.classgrade import describe_findings
+    from autograder.reports import describe_findings
 
     root = root or course.find_root()
     path = Path(path).resolve()

@@ -44,7 +44,7 @@ class Result:
             and " raised an error" not in n for n in self.notes)
 
 
-def _assignment_digest(root: Path, assignment: str) -> str:
+def assignment_digest(root: Path, assignment: str) -> str:
     digest = hashlib.sha256()
     for path in sorted((root / course.SOURCE_DIR / assignment).rglob("*.ipynb")):
         digest.update(path.read_bytes())
@@ -52,7 +52,7 @@ def _assignment_digest(root: Path, assignment: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _results_path(out: Path, assignment: str, student: str) -> Path:
+def results_path(out: Path, assignment: str, student: str) -> Path:
     return out / "results" / assignment / f"{student}.json"
 
 
@@ -61,7 +61,7 @@ def load_results(out: Path) -> list[Result]:
             for p in sorted((out / "results").glob("*/*.json"))]
 
 
-def _zero_cells(release) -> dict:
+def zero_cells(release) -> dict:
     return {grade_id(c): {"score": 0.0, "max_score": float(nbgrader_meta(c).get("points", 0)),
                           "needs_manual_grade": False, "message": ""}
             for c in release.cells if nbgrader_meta(c).get("grade")}
@@ -157,7 +157,7 @@ def prepare_out(root: Path, out: Path, assignments: list[str], log=print) -> Non
                 known = (out / course.RELEASE_DIR / assignment).is_dir()
             except MissingEntry:
                 known = False
-        digest = _assignment_digest(root, assignment)
+        digest = assignment_digest(root, assignment)
         if known and stamps.get(assignment) == digest:
             continue
         stamps[assignment] = digest

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import classgrade, course, demo  # noqa: E402
+from autograder import classgrade, course, demo, store  # noqa: E402
 
 
 def build(folder: Path, assignments: list[str], students: int) -> int:
@@ -89,7 +89,7 @@ def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
 def time_course_grade(folder: Path, assignments: list[str], out: Path,
                       workers: int | None, sandboxed: bool = True,
                       scheduler: str | None = None) -> tuple[float, list]:
-    classgrade.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
+    store.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
     started = time.monotonic()
     settings = classgrade.Settings(workers=None if scheduler else workers, force=True,
                                    no_sandbox=not sandboxed, scheduler=scheduler)

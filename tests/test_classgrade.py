@@ -16,7 +16,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import classgrade, demo, reports, sandbox, session
+from autograder import (
+    classgrade,
+    demo,
+    intake,
+    notebooks,
+    repair,
+    reports,
+    sandbox,
+    session,
+    store,
+)
+from autograder.errors import CourseError
 from autograder.limits import Limits
 from autograder.notebooks import HIDDEN_MARKERS, grade_id, read_notebook
 from conftest import ROOT
@@ -55,12 +66,12 @@ def test_collect_reads_the_nbgrader_layout_and_marks_missing_notebooks(tmp_path,
     # nbgrader's collect writes when each was submitted beside it
     (tmp_path / "submitted" / "ada" / A / "timestamp.txt").write_text(
         "2026-12-01 09:30:00.000000 UTC")
-    subs = classgrade.collect(ROOT, tmp_path, [A], log=lambda _: None)
+    subs = intake.collect(ROOT, tmp_path, [A], log=lambda _: None)
     assert [(s.student, s.data is not None) for s in subs] == [("ada", True), ("bob", True),
                                                                ("cy", False)]
     assert subs[0].timestamp == "2026-12-01T09:30:00" and subs[1].timestamp is None
     assert subs[0].exchange_files == {"timestamp.txt": "2026-12-01 09:30:00.000000 UTC"}
-    prepared = classgrade.prepare_submission(subs[2], release_of(), other_ids())
+    prepared = repair.prepare_submission(subs[2], release_of(), other_ids())
     assert prepared.fatal == f"no {NB} was submitted"
 
 
@@ -78,7 +89,7 @@ def test_collect_reads_an_lms_zip(tmp_path, c01):
         z.writestr(f"submitted/cy/{A}/submission_secret.txt", "s3cret")
         z.writestr(f"submitted/cy/{A}/timestamp.txt", "x" * 5000)  # too long: not read
     said = []
-    subs = classgrade.collect(ROOT, archive, None, log=said.append)
+    subs = intake.collect(ROOT, archive, None, log=said.append)
     assert [(s.student, s.assignment, s.data == data) for s in subs] == [
         ("ada", A, True), ("bob", A, True), ("cy", A, True)]
     assert subs[2].exchange_files == {"submission_secret.txt": "s3cret"}
@@ -91,12 +102,12 @@ def test_collect_refuses_what_it_cannot_read(tmp_path):
     from autograder.errors import CourseError
 
     with pytest.raises(CourseError, match="does not exist"):
-        classgrade.collect(ROOT, tmp_path / "nowhere", [A])
+        intake.collect(ROOT, tmp_path / "nowhere", [A])
     (tmp_path / "x.txt").write_text("hi")
     with pytest.raises(CourseError, match="neither a folder nor a zip"):
-        classgrade.collect(ROOT, tmp_path / "x.txt", [A])
+        intake.collect(ROOT, tmp_path / "x.txt", [A])
     with pytest.raises(CourseError, match="no assignment 'nope'"):
-        classgrade.collect(ROOT, tmp_path, ["nope"])
+        intake.collect(ROOT, tmp_path, ["nope"])
 
 
 # --- reading a submission, before nbgrader ------------------------------------------------
@@ -104,14 +115,14 @@ def test_collect_refuses_what_it_cannot_read(tmp_path):
 @pytest.mark.parametrize("builder", [demo.not_json, demo.empty, demo.other_assignment])
 def test_unreadable_submissions_score_zero_with_a_reason(builder, c01):
     data, _, reason, _ = builder(c01)
-    sub = classgrade.Submission("s", A, NB, "x", data)
-    prepared = classgrade.prepare_submission(sub, release_of(), other_ids())
+    sub = intake.Submission("s", A, NB, "x", data)
+    prepared = repair.prepare_submission(sub, release_of(), other_ids())
     assert prepared.notebook is None and reason in prepared.fatal
 
 
 def test_duplicated_grade_ids_keep_the_last_cell_only(c01):
     data = demo.grade_id_copied(c01)[0]
-    prepared = classgrade.prepare_submission(classgrade.Submission("s", A, NB, "x", data),
+    prepared = repair.prepare_submission(intake.Submission("s", A, NB, "x", data),
                                              release_of(), other_ids())
     ids = [grade_id(c) for c in prepared.notebook.cells if grade_id(c)]
     assert len(ids) == len(set(ids))
@@ -120,14 +131,14 @@ def test_duplicated_grade_ids_keep_the_last_cell_only(c01):
 
 def test_deleted_tests_are_put_back_after_their_answer(c01):
     data = demo.tests_deleted(c01)[0]
-    prepared = classgrade.prepare_submission(classgrade.Submission("s", A, NB, "x", data),
+    prepared = repair.prepare_submission(intake.Submission("s", A, NB, "x", data),
                                              release_of(), other_ids())
     ids = [grade_id(c) for c in prepared.notebook.cells if grade_id(c)]
     assert ids == [grade_id(c) for c in release_of().cells if grade_id(c)]
 
 
 def test_release_imports_are_the_setup_cells_imports():
-    imports = classgrade.release_imports(release_of())
+    imports = notebooks.release_imports(release_of())
     assert "import numpy as np" in imports and "autograder" not in imports
 
 
@@ -187,7 +198,7 @@ def test_demo_results_reach_nbgrader_gradebook_and_feedback(graded_demo):
     from nbgrader.api import Gradebook
 
     out, _ = graded_demo
-    results = classgrade.load_results(out)
+    results = store.load_results(out)
     expected = json.loads((out / "submitted-demo" / "expected.json").read_text())
     assert {r.student for r in results} == {e["student"] for e in expected}
     with Gradebook("sqlite:///" + str(out / "gradebook.db")) as gradebook:
@@ -265,7 +276,7 @@ def test_nbformat_conversion_keeps_nbgrader_metadata(c01):
                                     "kernel_threads", "cpu_seconds"])
 def test_settings_below_one_are_refused_before_anything_runs(tmp_path, option):
     out = tmp_path / "out"
-    with pytest.raises(classgrade.CourseError, match="--" + option.replace("_", "-")):
+    with pytest.raises(CourseError, match="--" + option.replace("_", "-")):
         settings = classgrade.Settings(workers=0) if option == "workers" else \
             classgrade.Settings(limits=Limits(**{option: 0}))
         classgrade.grade_class(ROOT, tmp_path, out, [A], settings)
@@ -296,7 +307,7 @@ def test_class_grading_refuses_without_a_sandbox_unless_told(tmp_path, monkeypat
     path = tmp_path / "in" / "ada" / A / NB
     path.parent.mkdir(parents=True)
     path.write_bytes(demo.perfect(c01)[0])
-    with pytest.raises(classgrade.CourseError, match="--no-sandbox"):
+    with pytest.raises(CourseError, match="--no-sandbox"):
         classgrade.grade_class(ROOT, tmp_path / "in", tmp_path / "out", [A])
     assert not (tmp_path / "out").exists()
     assert classgrade.require_sandbox(no_sandbox=True) is False
