@@ -41,6 +41,7 @@ from autograder.intake import Submission, collect, notebook_names
 from autograder.limits import Limits
 from autograder.notebooks import grade_id, read_notebook
 from autograder.repair import Prepared, prepare_submission
+from autograder.runner import LocalRunner
 from autograder.store import (
     ClassGradebook,
     Result,
@@ -171,15 +172,12 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
         def on_result(job, run):
             progress.done(finish(*by_key[job.key], run))
 
-        if cluster is not None:
-            cluster.run(out, jobs, engine_settings, on_result=on_result)
-        else:
-            keep = Path(tempfile.mkdtemp(prefix="course-grade-logs-")) if \
-                settings.keep_logs else None
-            engine.run(root, out, jobs, engine_settings, workers, on_result=on_result,
-                       keep=keep)
-            if keep is not None:
-                log(f"worker logs kept in {keep}")
+        keep = Path(tempfile.mkdtemp(prefix="course-grade-logs-")) if \
+            settings.keep_logs and cluster is None else None
+        runner = cluster or LocalRunner(root, workers, keep)  # the same interface
+        runner.run(out, jobs, engine_settings, on_result=on_result)
+        if keep is not None:
+            log(f"worker logs kept in {keep}")
     log(f"graded {len(todo)} submission(s) in {progress.elapsed():.1f} s")
     return load_results(out)
 

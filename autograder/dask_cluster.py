@@ -42,10 +42,10 @@ from pathlib import Path
 
 from autograder import course, engine, processes, sandbox
 from autograder.errors import CourseError
+from autograder.runner import TRIES, Runner, Stopped, stopped_message
 
 CONNECT_SECONDS = 10  # to reach the scheduler, and again for a first worker to be there
 CONFIG = Path(__file__).with_name("dask.yaml")  # Dask settings for grading workers
-TRIES = 2  # starts of one submission's task: the first, and one more after a worker died
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,8 +142,7 @@ def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
     starts = client.get_metadata(entry, 0) + 1
     client.set_metadata(entry, starts)
     if starts > TRIES:
-        return {"error": f"the worker grading it stopped {TRIES} times (out of memory, or "
-                         "killed): it was not graded", "starts": starts}
+        return {"error": stopped_message(TRIES), "starts": starts}
     if not settings.limits.kernel_threads:
         settings = replace(settings, limits=replace(
             settings.limits, kernel_threads=threads.get(socket.gethostname(), 1)))
@@ -159,7 +158,7 @@ def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
             except BrokenProcessPool:  # the grading process died: a fresh one, once
                 folder, _ = _ON_WORKER["courses"].pop(bundle_id)
                 shutil.rmtree(folder, ignore_errors=True)
-                result = {"error": "the grading process died twice on it"}
+                result = {"error": stopped_message(2)}
     result.update(starts=starts, worker=address)
     return result
 
@@ -204,7 +203,7 @@ def pack(base: Path, root: Path) -> bytes:
         return buffer.getvalue()
 
 
-class Cluster:
+class Cluster(Runner):
     """A connection to a Dask scheduler whose workers were checked to grade as this
     machine would. Raises CourseError, in one sentence, when they would not."""
 
@@ -280,10 +279,8 @@ class Cluster:
     def __exit__(self, *exc):
         self.close()
 
-    def run(self, base: Path, jobs: list[engine.Job], settings: engine.Settings,
-            on_result=None) -> dict:
-        """Grade `jobs` on the cluster; key -> result, `on_result(job, result)` called here
-        once per job as its result arrives."""
+    def outcomes(self, base: Path, jobs: list[engine.Job], settings: engine.Settings):
+        """Each job as a task on the cluster (runner.Runner: `run` calls this)."""
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
 
@@ -305,25 +302,20 @@ class Cluster:
             pending[future] = job
             return future
 
-        results: dict = {}
         stream = as_completed([submit(job) for job in jobs], loop=self.client.loop)
+        self._again = lambda job: stream.add(submit(job))
         try:
             for future in stream:
                 job = pending.pop(future)
                 try:
                     result = future.result()
                 except KilledWorker:  # the scheduler gave up before our ledger did
-                    starts = self.client.get_metadata([*ledger, "/".join(job.key)], 0)
-                    if starts < TRIES:
-                        stream.add(submit(job))
-                        continue
-                    result = {"error": f"the worker grading it stopped {starts} times (out of"
-                                       " memory, or killed): it was not graded"}
-                except CourseError as error:
-                    result = {"error": str(error)}
-                except Exception as error:  # the grader failed on this job only
-                    result = {"error": f"the grader failed on it ({type(error).__name__}: "
-                                       f"{error})"}
+                    yield job, Stopped(self.client.get_metadata([*ledger, "/".join(job.key)],
+                                                                0))
+                    continue
+                except Exception as error:  # noqa: BLE001 - mapped by Runner.run
+                    yield job, error
+                    continue
                 if result.get("wrong_course"):
                     wrong = result["wrong_course"]
                     checked.discard(wrong)
@@ -342,9 +334,7 @@ class Cluster:
                 if result.get("starts", 1) > 1 and not result.get("error"):
                     self.log(f"{job.student} {job.assignment}: graded again on "
                              f"{result['worker']}, since the worker grading it stopped")
-                results[job.key] = result
-                if on_result is not None:
-                    on_result(job, result)
+                yield job, result
         finally:
             self.client.cancel(list(pending))
             try:
@@ -352,7 +342,9 @@ class Cluster:
                 self.client.set_metadata(ledger, None)
             except Exception:  # the cluster went away: nothing left there to tidy
                 pass
-        return results
+
+    def again(self, job: engine.Job) -> None:
+        self._again(job)
 
 
 # ---------------------------------------------------------------------------------------

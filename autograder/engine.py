@@ -1,11 +1,12 @@
 """The grading engine: one submission, graded the same way wherever it is graded.
 
-`course-grade class`, `course-grade self` and the mutant harness all call `run`, which
-grades each job (student, assignment, notebook text) in a worker process holding a
-private copy of the course folder (its gradebook, no solution notebook, no other student's
+`course-grade class`, `course-grade self` and the mutant harness all hand their jobs to a
+runner (autograder.runner: a local pool, or Dask), which grades each job (student,
+assignment, notebook text) with `grade_one` in a worker process holding a private copy
+of the course folder (its gradebook, no solution notebook, no other student's
 work), with nbgrader's own autograde: test cells restored from the gradebook (hidden ones
 included), `autograder.executor.SandboxedExecute` to run the cells, nbgrader's scores.
-A worker that dies is replaced and the jobs it broke are tried once more. Results come
+Results come
 back as data: per test cell its score and its message (the test ran in the grader,
 never in the student's kernel: autograder.trusted); the findings of the run; the
 autograded notebook for the instructor.
@@ -13,8 +14,6 @@ autograded notebook for the instructor.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
-import multiprocessing
 import os
 import re
 import shutil
@@ -28,7 +27,6 @@ from pathlib import Path
 import nbformat
 
 from autograder import course
-from autograder.errors import CourseError
 from autograder.executor import FINDINGS
 from autograder.limits import Limits
 from autograder.notebooks import HIDDEN_MARKERS, grade_id, is_test
@@ -193,10 +191,14 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
     return result
 
 
-def _worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
+def worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
+    """Make this (spawned) process a grading worker with its own copy of the course `base`."""
     folder = Path(tempfile.mkdtemp(prefix="worker-", dir=workdir))
     course_dir = worker_course(Path(base), folder, Path(root))
     worker_init_for(str(course_dir), str(folder), settings)
+
+
+_worker_init = worker_init  # TEMPORARY: runs started before the rename spawn by this name
 
 
 def worker_init_for(course_dir: str, folder: str, settings: Settings) -> None:
@@ -221,48 +223,3 @@ def _end_with_parent(parent: int) -> None:
 def grade_in_worker(job: Job) -> dict:
     """One job, in a process prepared by `worker_init_for`."""
     return grade_one(_WORKER["course"], job, _WORKER["settings"], _WORKER["folder"])
-
-
-def run(root: Path, base: Path, jobs: list[Job], settings: Settings, workers: int = 1,
-        on_result=None, keep: Path | None = None) -> dict:
-    """Grade `jobs` with the generated course folder `base`; key -> result.
-
-    `on_result(job, result)` is called in this process as each result arrives (the one
-    writer of anything shared). A worker that dies breaks its pool: every job not yet
-    finished there is tried once more in a fresh pool, then recorded with the reason.
-    """
-    workers = max(1, min(workers, len(jobs)))
-    workdir = Path(tempfile.mkdtemp(prefix="course-grade-", dir=keep))
-    context = multiprocessing.get_context("spawn")
-    queue = list(jobs)
-    tries: dict[tuple, int] = {}
-    results: dict = {}
-    try:
-        while queue:
-            with futures.ProcessPoolExecutor(
-                    min(workers, len(queue)), mp_context=context, initializer=_worker_init,
-                    initargs=(str(base), str(root), str(workdir), settings)) as pool:
-                pending = {pool.submit(grade_in_worker, job): job for job in queue}
-                queue = []
-                for done in futures.as_completed(pending):
-                    job = pending[done]
-                    try:
-                        result = done.result()
-                    except futures.process.BrokenProcessPool:
-                        tries[job.key] = tries.get(job.key, 0) + 1
-                        if tries[job.key] < 2:
-                            queue.append(job)
-                            continue
-                        result = {"error": "the grading process died twice on it"}
-                    except CourseError as error:
-                        result = {"error": str(error)}
-                    except Exception as error:  # the grader failed on this job only
-                        result = {"error": f"the grader failed on it ({type(error).__name__}:"
-                                           f" {error})"}
-                    results[job.key] = result
-                    if on_result is not None:
-                        on_result(job, result)
-    finally:
-        if keep is None:
-            shutil.rmtree(workdir, ignore_errors=True)
-    return results

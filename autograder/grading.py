@@ -20,6 +20,7 @@ import nbformat
 from autograder import course
 from autograder.limits import Limits
 from autograder.notebooks import grade_id, nbgrader_meta, read_notebook
+from autograder.runner import LocalRunner
 
 
 @dataclass
@@ -130,7 +131,7 @@ def autograde(root: Path, assignment: str,
                                                sandbox=sandbox.available()[0])
         started = time.monotonic()
         count = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
-        runs = engine.run(root, base, jobs, settings, count) if jobs else {}
+        runs = LocalRunner(root, count).run(base, jobs, settings) if jobs else {}
         for (student, name), run in runs.items():
             results[student][name] = _result(student, name, run)
         log(f"graded {len(jobs)} submissions of {assignment} with {count} workers in "

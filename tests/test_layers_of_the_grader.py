@@ -12,7 +12,7 @@ LAYERS = {
     "base": ["errors", "limits", "processes", "notebooks", "course", "wire", "sandbox",
              "contract"],
     "engine": ["service", "kernel", "session", "remote", "trusted", "withheld", "executor",
-               "engine"],
+               "engine", "runner"],
     "grading": ["intake", "repair", "store", "reports", "feedback", "grading", "selfgrade"],
     "scale": ["dask_cluster"],
     "class": ["classgrade"],
