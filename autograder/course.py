@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.errors import CourseError
@@ -28,6 +31,50 @@ def find_root(start: Path | str | None = None) -> Path:
         f"No course folder found (one holding {CONFIG_NAME} and {SOURCE_DIR}/): "
         "run this from the course's checkout."
     )
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the grading engine needs to know about the course it grades: the
+    `[tool.course-grade]` table of the course's pyproject.toml, every key optional (a
+    course without one is graded as plain nbgrader would, tests in the grader)."""
+
+    library: str | None = None  # the package the notebooks import (read-only in the sandbox)
+    mirrors: str | None = None  # "module:NAME": exercise -> the library's versions of it
+    preload: tuple[str, ...] = ()  # modules each grading kernel loads before the first cell
+    observations: str | None = None  # the module whose REGISTRY of observations tests use
+
+
+FACT_KEYS = {"library", "mirrors", "preload", "observations"}
+
+
+ROOT_VARIABLE = "COURSE_GRADE_ROOT"  # the course a grading process grades (engine workers)
+
+
+def facts(root: Path | None = None) -> Facts:
+    """The engine's facts of the course at `root` (default: the course this process
+    grades, $COURSE_GRADE_ROOT, else `find_root()`); CourseError, in one sentence, for a
+    table it cannot read."""
+    return _facts(Path(root or os.environ.get(ROOT_VARIABLE) or find_root()).resolve())
+
+
+@functools.cache
+def _facts(root: Path) -> Facts:
+    path = root / "pyproject.toml"
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get(
+            "course-grade", {}) if path.exists() else {}
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise CourseError(f"{path} cannot be read ({error}).") from error
+    unknown = sorted(set(table) - FACT_KEYS)
+    preload = table.get("preload", [])
+    if unknown or not isinstance(preload, list) or not all(
+            isinstance(table.get(k, ""), str) for k in ("library", "mirrors", "observations")):
+        raise CourseError(f"{path}: [tool.course-grade] takes library, mirrors and "
+                          "observations (module names) and preload (a list of module names)"
+                          + (f"; it has {', '.join(unknown)}" if unknown else "") + ".")
+    return Facts(table.get("library"), table.get("mirrors"), tuple(map(str, preload)),
+                 table.get("observations"))
 
 
 def assignments(root: Path) -> list[str]:

@@ -57,7 +57,7 @@ def fingerprint(root: Path, assignments: list[str]) -> dict:
     from autograder.store import assignment_digest
 
     code = hashlib.sha256()
-    for package in ("autograder", "sparse_embeddings"):
+    for package in filter(None, ("autograder", course.facts(root).library)):
         for path in sorted((root / package).rglob("*.py")):
             code.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return {"code": code.hexdigest()[:16],
@@ -117,6 +117,7 @@ def _course_copy(bundle: bytes, bundle_id: str, settings: engine.Settings):
         with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as archive:
             archive.extractall(course_dir, filter="data")
         course.write_config(_worker_root(), course_dir)  # this machine's course config
+        os.environ[course.ROOT_VARIABLE] = str(_worker_root())  # the grading process's
         pool = futures.ProcessPoolExecutor(
             1, mp_context=multiprocessing.get_context("spawn"),
             initializer=engine.worker_init_for, initargs=(str(course_dir), str(folder),

@@ -192,7 +192,9 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
 
 
 def worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
-    """Make this (spawned) process a grading worker with its own copy of the course `base`."""
+    """Make this (spawned) process a grading worker with its own copy of the course `base`
+    (generated from the course at `root`)."""
+    os.environ[course.ROOT_VARIABLE] = root  # its facts: not the copy's (course.facts)
     folder = Path(tempfile.mkdtemp(prefix="worker-", dir=workdir))
     course_dir = worker_course(Path(base), folder, Path(root))
     worker_init_for(str(course_dir), str(folder), settings)

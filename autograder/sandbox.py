@@ -50,14 +50,17 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
-def _package_dirs() -> list[str]:
-    """The course's two packages (found, not imported: the library imports TensorFlow)."""
+def _package_dirs() -> dict[str, str]:
+    """The grader's package and the course's library (pyproject.toml), name -> folder
+    (found, not imported: the library imports TensorFlow)."""
     import importlib.util
 
-    found = []
-    for name in ("autograder", "sparse_embeddings"):
+    from autograder import course
+
+    found = {}
+    for name in filter(None, ("autograder", course.facts().library)):
         spec = importlib.util.find_spec(name)
-        found.append(str(Path(spec.origin).resolve().parent))
+        found[name] = str(Path(spec.origin).resolve().parent)
     return found
 
 
@@ -94,9 +97,8 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
             args += ["--ro-bind", prefix, prefix]
     if sys.prefix != os.path.realpath(sys.prefix):
         args += ["--ro-bind", os.path.realpath(sys.prefix), sys.prefix]
-    for folder in _package_dirs():
-        shown = str(library) if library is not None and folder.endswith(
-            "/sparse_embeddings") else folder
+    for name, folder in _package_dirs().items():
+        shown = str(library) if library is not None and name != "autograder" else folder
         args += ["--ro-bind", shown, folder]
     if fonts:
         args += ["--ro-bind-try", fonts, FONT_CACHE]

@@ -25,7 +25,7 @@ import psutil
 import zmq
 from jupyter_client import KernelManager
 
-from autograder import processes, sandbox
+from autograder import course, processes, sandbox
 from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
@@ -78,6 +78,7 @@ class KernelSession:
     def start(self) -> None:
         # short (socket paths < 108 B), and outside the sandbox's writable /tmp and /home,
         # so that the kernel's Landlock rules leave it read-only to the kernel
+        facts = course.facts()
         parent = RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
         self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=parent))
         os.chmod(self.runtime, 0o700)
@@ -86,7 +87,10 @@ class KernelSession:
                "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
                # as nbgrader's own executor says: notebooks train briefly when graded
                "NBGRADER_EXECUTION": "autograde",
-               "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds)}
+               "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds),
+               # what the course's pyproject.toml says the kernel loads and observes
+               "COURSE_GRADE_PRELOAD": ",".join(facts.preload),
+               "COURSE_GRADE_OBSERVATIONS": facts.observations or ""}
         for name in THREAD_VARIABLES:
             if os.environ.get(name):
                 env[name] = os.environ[name]

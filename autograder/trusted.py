@@ -4,9 +4,9 @@
 holds it) in a fresh namespace of the grader: the release's imports bound to the real
 modules, and the names the release's own cells define taken from the notebook's kernel, as data
 or as an `autograder.remote.Remote`. Observations of remote objects are sent to the kernel
-(`sparse_embeddings.observe`), and so are `known_good` blocks
-(`sparse_embeddings.mirrors`). The verdict is whether the cell raised, here: nothing the
-kernel sends is run, unpickled or trusted as a verdict.
+(the course's `observations` module, `sparse_embeddings.observe` here), and so are
+`known_good` blocks (`sparse_embeddings.mirrors`). The verdict is whether the cell
+raised, here: nothing the kernel sends is run, unpickled or trusted as a verdict.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from autograder import course
 from autograder.notebooks import HIDDEN_MARKERS
 from autograder.remote import Bridge, CellTimeout, KernelDied, Registered
 
@@ -61,6 +62,15 @@ class _Router:
                 self.bridge.request("known_good_end", token=token)
 
 
+def _routed(bridge: Bridge):
+    """The course's observations (pyproject.toml) sent to the kernel while a test runs;
+    nothing to route for a course without them."""
+    module = course.facts().observations
+    if not module:
+        return contextlib.nullcontext()
+    return importlib.import_module(module).routed(_Router(bridge))
+
+
 def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if len(text) > limit:
         return text[:limit].rstrip() + f" [cut by the grader at {limit} characters]"
@@ -72,8 +82,6 @@ def run_test(session, source: str, imports: str, timeout: float,
     """Run one test cell's `source` here, with the release's `imports`, and `names` (those
     the release's own cells define) taken from `session`'s kernel; the outcome, with what
     the notebook's code and the test printed."""
-    from sparse_embeddings import observe
-
     bridge = Bridge(session, time.monotonic() + timeout, max_output)
     result = TestRun()
     printed = io.StringIO()
@@ -87,7 +95,7 @@ def run_test(session, source: str, imports: str, timeout: float,
         if wanted:
             namespace.update(bridge.request("get_many", names=wanted))
         code = compile(tree, "<test cell>", "exec")
-        with observe.routed(_Router(bridge)), contextlib.redirect_stdout(printed):
+        with _routed(bridge), contextlib.redirect_stdout(printed):
             exec(code, namespace)  # noqa: S102 - the course's own test, never the student's
     except KernelDied as error:
         result.status, result.reason = "died", str(error)

@@ -15,20 +15,36 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import shutil
 from pathlib import Path
 
+from autograder import course
+
 PRIVATE = "_course_impl_"
-PACKAGE = "sparse_embeddings"
+
+
+def _library() -> str:
+    """The course's library (pyproject.toml: [tool.course-grade] library)."""
+    return course.facts().library or ""
+
+
+def mirrors() -> dict:
+    """Exercise -> the library's versions of it ("module:name"), from the course's
+    `mirrors` (empty for a course without them)."""
+    spec = course.facts().mirrors
+    if not spec:
+        return {}
+    module, _, name = spec.partition(":")
+    return dict(getattr(importlib.import_module(module), name))
 
 
 def withheld_names(exercises, kept=()) -> set[str]:
     """The library names to withhold while notebooks with these exercises are graded."""
-    from sparse_embeddings.mirrors import MIRRORS
-
+    table = mirrors()
     names = set()
     for exercise in exercises:
-        for spec in MIRRORS.get(exercise, ()):
+        for spec in table.get(exercise, ()):
             names.add(spec.partition(":")[2])
     return names - set(kept)
 
@@ -36,6 +52,8 @@ def withheld_names(exercises, kept=()) -> set[str]:
 def names_used(sources) -> set[str]:
     """Library names the given code (the notebook's own cells) uses: imported from the
     library, or read as an attribute of a library module it imported."""
+    if not _library():
+        return set()
     trees = []
     for source in sources:
         try:
@@ -45,15 +63,15 @@ def names_used(sources) -> set[str]:
     modules, found = set(), set()
     for tree in trees:
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(_library()):
                 for alias in node.names:
-                    if node.module == PACKAGE:
+                    if node.module == _library():
                         modules.add(alias.asname or alias.name)
                     else:
                         found.add(alias.name)
             elif isinstance(node, ast.Import):
                 modules |= {a.asname for a in node.names
-                            if a.name.startswith(PACKAGE) and a.asname}
+                            if a.name.startswith(_library()) and a.asname}
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
@@ -105,7 +123,7 @@ class _Rename(ast.NodeTransformer):
         return node
 
     def visit_ImportFrom(self, node):
-        if (node.module or "").startswith(PACKAGE) or node.level:
+        if (node.module or "").startswith(_library()) or node.level:
             for alias in node.names:
                 if alias.name in self.names:
                     self.public.add(alias.asname or alias.name)
@@ -118,10 +136,11 @@ def _module_aliases(tree: ast.Module) -> set[str]:
     """Names under which a module imports the library's modules (`ner`, `cl`, ...)."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "") == PACKAGE:
+        if isinstance(node, ast.ImportFrom) and (node.module or "") == _library():
             found |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
-            found |= {a.asname for a in node.names if a.name.startswith(PACKAGE) and a.asname}
+            found |= {a.asname for a in node.names
+                      if a.name.startswith(_library()) and a.asname}
     return found
 
 
@@ -152,14 +171,14 @@ def library_copy(names: set[str], into: Path, notebook: str) -> Path:
     The same names give the same folder (made once)."""
     import importlib.util
 
-    source = Path(importlib.util.find_spec(PACKAGE).origin).resolve().parent
+    source = Path(importlib.util.find_spec(_library()).origin).resolve().parent
     digest = hashlib.sha256(("\0".join(sorted(names)) + notebook).encode()).hexdigest()[:16]
-    target = into / f"library-{digest}" / PACKAGE
+    target = into / f"library-{digest}" / _library()
     if target.exists():
         return target
     staging = into / f"library-{digest}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    package = staging / PACKAGE
+    package = staging / _library()
     shutil.copytree(source, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
