@@ -138,13 +138,28 @@ def exercises(nb: nbformat.NotebookNode) -> dict[str, Exercise]:
     for cell in nb.cells:
         if is_answer(cell):
             found[grade_id(cell)] = Exercise(grade_id(cell), cell.source)
-    names = list(found)
-    for cell in nb.cells:
-        if is_test(cell):
-            owner = exercise_of(grade_id(cell), names)
-            if owner is not None:
-                found[owner].tests[grade_id(cell)] = float(nbgrader_meta(cell).get("points", 0))
+    for test, owner in test_owners(nb).items():
+        if owner in found:
+            found[owner].tests[test] = float(nbgrader_meta(_cell(nb, test)).get("points", 0))
     return found
+
+
+def test_owners(nb: nbformat.NotebookNode) -> dict[str, str | None]:
+    """Test grade id -> the answer grade id it grades: the one its name says
+    (`test_<name>[_<aspect>]`), else, as in nbgrader's own courses, the nearest answer cell
+    above it; None for a test above every answer cell."""
+    answers = [grade_id(c) for c in nb.cells if is_answer(c)]
+    owners, last = {}, None
+    for cell in nb.cells:
+        if is_answer(cell):
+            last = grade_id(cell)
+        elif is_test(cell):
+            owners[grade_id(cell)] = exercise_of(grade_id(cell), answers) or last
+    return owners
+
+
+def _cell(nb: nbformat.NotebookNode, gid: str):
+    return next(c for c in nb.cells if grade_id(c) == gid)
 
 
 def notebook_points(nb: nbformat.NotebookNode) -> float:

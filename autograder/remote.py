@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import sys
 import time
 import weakref
 
@@ -46,19 +47,24 @@ _BUILTIN = {name: getattr(builtins, name) for name in (
     "UnboundLocalError", "StopIteration", "MemoryError", "OSError")}
 
 
+def _tensorflow():
+    import tensorflow as tf
+
+    return tf
+
+
 def rebuild_error(info: dict) -> BaseException:
     """An exception here for one raised in the kernel: the same kind where it is a
     built-in one or one of `tf.errors`, else `RemoteError`; the message as it came."""
-    import tensorflow as tf
-
     info = info if isinstance(info, dict) else {}
     message = str(info.get("message", ""))[:4000]
     names = [str(n) for n in (info.get("mro") or [])][:40]
     kind = str(info.get("type", "Exception"))[:200]
+    from_tensorflow = str(info.get("module", "")).startswith("tensorflow")
+    tf = _tensorflow() if from_tensorflow else None
     for name in names:
-        cls = getattr(tf.errors, name, None)
-        if isinstance(cls, type) and issubclass(cls, tf.errors.OpError) and \
-                str(info.get("module", "")).startswith("tensorflow"):
+        cls = getattr(tf.errors, name, None) if tf is not None else None
+        if isinstance(cls, type) and issubclass(cls, tf.errors.OpError):
             error = cls(None, None, message)
             return error
         if name in _BUILTIN:
@@ -128,16 +134,15 @@ class _TrustedTable(wire.Table):
         self.bridge = bridge
 
     def reference(self, value):
-        import keras
-        import tensorflow as tf
-
+        tf, keras = sys.modules.get("tensorflow"), sys.modules.get("keras")
         if isinstance(value, Registered):
             return {"t": "callback", "id": value.key, "variables": True}
         if is_remote(value):
             if value._bridge is not self.bridge:
                 raise wire.WireError("an object of another kernel")
             return {"t": "handle", "id": value._id}
-        if isinstance(value, (tf.Variable, keras.Variable)) and \
+        if tf is not None and isinstance(value, tuple(
+                kind for kind in (tf.Variable, getattr(keras, "Variable", None)) if kind)) and \
                 not hasattr(value, "_variables"):
             key = self.bridge.mirror(value)
             array = np.asarray(value.numpy())
@@ -145,7 +150,8 @@ class _TrustedTable(wire.Table):
                     "trainable": bool(value.trainable), "name": str(value.name)}
         if isinstance(value, type) and issubclass(value, np.generic):
             return {"t": "dtype", "v": np.dtype(value).name}
-        if callable(value) and not isinstance(value, (type, tf.DType)):
+        if callable(value) and not isinstance(value, type) and not (
+                tf is not None and isinstance(value, tf.DType)):
             return {"t": "callback", "id": self.bridge.register(value), "variables": True}
         return None
 
@@ -165,6 +171,9 @@ class _TrustedTable(wire.Table):
         raise wire.WireError("a reference the grader did not send")
 
 
+_MISSING = object()
+
+
 class Bridge:
     """Requests of one test cell's grading to one kernel session, within a deadline."""
 
@@ -179,6 +188,9 @@ class Bridge:
         self._mirror_ids: dict[int, int] = {}
         self._remotes: dict[int, Remote] = {}
         self._next = 0
+        self._namespace: dict | None = None  # the test's namespace, once watched
+        self._seen: dict[str, object] = {}
+        self._syncing = False
 
     # -- references ----------------------------------------------------------------------
     def _new_id(self) -> int:
@@ -212,8 +224,36 @@ class Bridge:
             self._remotes[key] = Remote(self, node)
         return self._remotes[key]
 
+    # -- the notebook's names, as the test changes them ----------------------------------
+    def watch(self, namespace: dict, names) -> None:
+        """Keep the kernel's `names` in step with what the test does to them in
+        `namespace`, as nbgrader's shared namespace would: a name the test deletes is
+        deleted in the notebook, and one it binds to one of the notebook's own objects (a
+        `Remote`) is bound there to it, before the notebook's code next runs and when the
+        test ends. A value the test computes is never bound in the notebook."""
+        self._namespace = namespace
+        self._seen = {name: namespace.get(name, _MISSING) for name in names}
+
+    def sync(self) -> None:
+        if self._namespace is None or self._syncing:
+            return
+        self._syncing = True
+        try:
+            for name, seen in self._seen.items():
+                now = self._namespace.get(name, _MISSING)
+                if now is seen:
+                    continue
+                if now is _MISSING:
+                    self.request("unbind", name=name)
+                elif is_remote(now) and now._bridge is self:
+                    self.request("bind", name=name, value=now)
+                self._seen[name] = now
+        finally:
+            self._syncing = False
+
     # -- one request ---------------------------------------------------------------------
     def request(self, op: str, **fields):
+        self.sync()  # what the test did to the notebook's names, first
         table = _TrustedTable(self)
         payload = {"op": op}
         for key, value in fields.items():
@@ -265,8 +305,7 @@ class Bridge:
 
     def _answer_callback(self, prompt: str) -> str:
         """Run the test's function that the kernel called back, with its data."""
-        import tensorflow as tf
-
+        tf = sys.modules.get("tensorflow")  # no TensorFlow: no gradient to send back
         if not prompt.startswith(CALLBACK):
             return ""  # the notebook asked for input(): it gets nothing
         try:
@@ -275,6 +314,8 @@ class Bridge:
             table = _TrustedTable(self)
             args = wire.decode(request["args"], table)
             kwargs = wire.decode(request["kwargs"], table)
+            if tf is None:
+                return json.dumps({"ok": wire.encode(function(*args, **kwargs), table)})
             with tf.GradientTape(watch_accessed_variables=True) as tape:
                 value = function(*args, **kwargs)
             answer = {"ok": wire.encode(value, table)}

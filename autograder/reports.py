@@ -17,12 +17,12 @@ from pathlib import Path
 import nbformat
 
 from autograder.notebooks import (
-    exercise_of,
     grade_id,
     is_answer,
     is_manual,
     is_test,
     nbgrader_meta,
+    test_owners,
 )
 from autograder.store import describe_late, lateness
 
@@ -50,9 +50,12 @@ class Layout:
             self.exercises[assignment] = answers + manual
             self.manual[assignment] = set(manual)
             tests: dict[str, list[str]] = defaultdict(list)
+            owners = test_owners(release)
             for cell in release.cells:
                 if is_test(cell):
-                    owner = exercise_of(grade_id(cell), answers) or grade_id(cell)
+                    owner = owners[grade_id(cell)] or grade_id(cell)
+                    if owner not in self.exercises[assignment]:  # above every answer
+                        self.exercises[assignment].append(owner)
                     tests[owner].append(grade_id(cell))
                     self.docs[(assignment, grade_id(cell))] = _first_docstring_line(cell.source)
                 elif is_manual(cell):

@@ -94,9 +94,13 @@ def run_test(session, source: str, imports: str, timeout: float,
         wanted = [n for n in names if n not in namespace]
         if wanted:
             namespace.update(bridge.request("get_many", names=wanted))
+            bridge.watch(namespace, wanted)
         code = compile(tree, "<test cell>", "exec")
         with _routed(bridge), contextlib.redirect_stdout(printed):
-            exec(code, namespace)  # noqa: S102 - the course's own test, never the student's
+            try:
+                exec(code, namespace)  # noqa: S102 - the course's own test, never the student's
+            finally:
+                bridge.sync()  # the notebook's names as the test left them
     except KernelDied as error:
         result.status, result.reason = "died", str(error)
         result.ename, result.evalue = "KernelDied", str(error)

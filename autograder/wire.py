@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import sys
 
 import numpy as np
 
@@ -97,7 +98,7 @@ def _is_shape(shape) -> bool:
 
 def encode(value, table, depth: int = 0, budget: Budget | None = None):
     """`value` as a JSON tree; what is not data becomes a reference through `table`."""
-    import tensorflow as tf
+    tf = sys.modules.get("tensorflow")  # no TensorFlow loaded: no TensorFlow value here
 
     budget = budget or Budget()
     budget.take()
@@ -126,9 +127,35 @@ def encode(value, table, depth: int = 0, budget: Budget | None = None):
                                           value.dtype.kind in "US"):
         budget.take(1, value.nbytes)
         return {"t": "nd", "v": _npy(value)}
-    if isinstance(value, tf.DType):
-        return {"t": "dtype", "v": value.name}
     if isinstance(value, np.dtype) and value.name in DTYPES:
+        return {"t": "dtype", "v": value.name}
+    if tf is not None:
+        node = _encode_tensorflow(tf, value, table, depth, budget)
+        if node is not None:
+            return node
+    if isinstance(value, slice):
+        return {"t": "slice", "v": [encode(x, table, depth + 1, budget)
+                                    for x in (value.start, value.stop, value.step)]}
+    kind = {list: "list", tuple: "tuple", set: "set", frozenset: "set"}.get(type(value))
+    if kind is not None:
+        items = list(value)
+        budget.take(len(items))
+        return {"t": kind, "v": [encode(x, table, depth + 1, budget) for x in items]}
+    if type(value) is dict:
+        budget.take(len(value))
+        return {"t": "dict", "k": [encode(k, table, depth + 1, budget) for k in value],
+                "v": [encode(v, table, depth + 1, budget) for v in value.values()]}
+    return table.handle(value)
+
+
+def _is_keras_variable(value) -> bool:
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(value, keras.Variable)
+
+
+def _encode_tensorflow(tf, value, table, depth, budget):
+    """A TensorFlow or Keras value as a JSON tree, or None for any other value."""
+    if isinstance(value, tf.DType):
         return {"t": "dtype", "v": value.name}
     if isinstance(value, tf.TensorShape):
         return {"t": "shape", "v": value.as_list() if value.rank is not None else None}
@@ -159,26 +186,7 @@ def encode(value, table, depth: int = 0, budget: Budget | None = None):
             array = np.asarray(array, dtype=bytes)
         budget.take(1, array.nbytes)
         return {"t": "tensor", "v": _npy(array)}
-    if isinstance(value, slice):
-        return {"t": "slice", "v": [encode(x, table, depth + 1, budget)
-                                    for x in (value.start, value.stop, value.step)]}
-    kind = {list: "list", tuple: "tuple", set: "set", frozenset: "set"}.get(type(value))
-    if kind is not None:
-        items = list(value)
-        budget.take(len(items))
-        return {"t": kind, "v": [encode(x, table, depth + 1, budget) for x in items]}
-    if type(value) is dict:
-        budget.take(len(value))
-        return {"t": "dict", "k": [encode(k, table, depth + 1, budget) for k in value],
-                "v": [encode(v, table, depth + 1, budget) for v in value.values()]}
-    return table.handle(value)
-
-
-def _is_keras_variable(value) -> bool:
-    import sys
-
-    keras = sys.modules.get("keras")
-    return keras is not None and isinstance(value, keras.Variable)
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,8 +195,6 @@ def _is_keras_variable(value) -> bool:
 
 def decode(node, table, depth: int = 0, budget: Budget | None = None):
     """The value a tree describes, built fresh; references resolved through `table`."""
-    import tensorflow as tf
-
     budget = budget or Budget()
     budget.take()
     if depth > MAX_DEPTH:
@@ -220,6 +226,7 @@ def decode(node, table, depth: int = 0, budget: Budget | None = None):
         return _read_npy(value, budget)
     if kind == "tensor":
         array = _read_npy(value, budget)
+        tf = _tensorflow()
         return tf.constant(array) if array.dtype != object else tf.constant(array.tolist())
     if kind == "var":
         array = _read_npy(value, budget)
@@ -227,15 +234,17 @@ def decode(node, table, depth: int = 0, budget: Budget | None = None):
         name = name.split(":")[0][:200] or "variable"
         return table.variable(array, bool(node.get("trainable", True)), name, node)
     if kind == "dtype" and isinstance(value, str) and value in DTYPES | {"string"}:
-        return tf.as_dtype(value)
+        if "tensorflow" not in sys.modules and value != "string":  # a course without it
+            return np.dtype(value)
+        return _tensorflow().as_dtype(value)
     if kind == "shape":
         if value is None:
-            return tf.TensorShape(None)
+            return _tensorflow().TensorShape(None)
         if isinstance(value, list) and all(d is None or type(d) is int for d in value):
-            return tf.TensorShape(value)
+            return _tensorflow().TensorShape(value)
     if kind == "slices":
         shape = node.get("dense_shape")
-        return tf.IndexedSlices(sub(node.get("values")), sub(node.get("indices")),
+        return _tensorflow().IndexedSlices(sub(node.get("values")), sub(node.get("indices")),
                                 None if shape is None else sub(shape))
     if kind == "slice" and isinstance(value, list) and len(value) == 3:
         return slice(*[sub(x) for x in value])
@@ -252,6 +261,13 @@ def decode(node, table, depth: int = 0, budget: Budget | None = None):
     if kind in ("handle", "ref", "callback"):
         return table.resolve(node)
     raise WireError(f"a malformed message part ({kind[:40]})")
+
+
+def _tensorflow():
+    """TensorFlow, loaded only for a message that holds a TensorFlow value."""
+    import tensorflow as tf
+
+    return tf
 
 
 def _hashable(value) -> bool:

@@ -165,7 +165,7 @@ def test_a_kernel_that_answers_nonsense_costs_only_its_own_request(kernel):
                     "s.Service.handle_request = lambda self, text: {'ok': 'x' * 120_000_000}")
         started = time.monotonic()
         with pytest.raises(RemoteError, match="did not answer"):
-            bridge(session).request("names")  # the reply is over the size limit: dropped
+            bridge(session).request("get", name="x")  # the reply is over the size limit: dropped
         assert time.monotonic() - started < 30
     finally:
         session.stop()
@@ -188,3 +188,19 @@ def test_the_sandbox_hides_the_machine_and_keeps_writes_in_its_scratch(kernel):
     assert "refused /usr/x" in text and "refused /etc/x" in text
     assert text.count("refused") == 3, text  # the runtime folder too
     assert "wrote /home/student/x" in text and "wrote /tmp/x" in text
+
+
+def test_a_test_that_deletes_or_restores_a_notebook_name_changes_the_notebook(kernel):
+    """nbgrader's own example course tests that sum_of_squares calls squares by deleting
+    squares: a deletion reaches the notebook while the test runs, and putting back the
+    notebook's own object restores it; values the test computes stay in the test."""
+    kernel.run("def squares(n):\n    return [i * i for i in range(1, n + 1)]\n"
+               "def sum_of_squares(n):\n    return sum(squares(n))\nlimit = 3")
+    names = ("squares", "sum_of_squares", "limit")
+    test = ("orig = squares\ndel squares\ntry:\n    sum_of_squares(1)\n"
+            "except NameError:\n    pass\nelse:\n    raise AssertionError('not used')\n"
+            "finally:\n    squares = orig\nlimit = 99\n")
+    run = trusted.run_test(kernel, test, IMPORTS, 30, names=names)
+    assert run.status == "ok", run
+    after = kernel.run("print(sum_of_squares(2), limit)").outputs[0]["text"]
+    assert after.split() == ["5", "3"]
