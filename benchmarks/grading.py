@@ -102,7 +102,7 @@ def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
                      out: str, repeat: int = 1, worker_counts=(2, 1)) -> None:
     """This machine's pool against a Dask cluster on this machine, 2 and 1 workers; with
     `repeat` > 1 the two take turns that many times and the medians are shown."""
-    from autograder.dask_cluster import LocalProcesses
+    from autograder.dask_local import LocalProcesses
 
     walls: dict = {}
     runs = {}

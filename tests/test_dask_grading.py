@@ -19,7 +19,8 @@ import pytest
 from support import free_port
 
 from autograder import classgrade, demo
-from autograder.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster, LocalProcesses
+from autograder.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster
+from autograder.dask_local import LocalProcesses
 from autograder.errors import CourseError
 from conftest import ROOT
 

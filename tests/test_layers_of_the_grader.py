@@ -14,7 +14,7 @@ LAYERS = {
     "engine": ["service", "kernel", "session", "remote", "trusted", "withheld", "executor",
                "engine", "runner"],
     "grading": ["intake", "repair", "store", "reports", "feedback", "grading", "selfgrade"],
-    "scale": ["dask_cluster"],
+    "scale": ["dask_cluster", "dask_local"],
     "class": ["classgrade"],
     "authoring": ["release", "validation", "mutants", "demo", "hub", "button", "cli",
                   "__main__", "__init__"],
