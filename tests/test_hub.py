@@ -36,9 +36,9 @@ import pytest
 from browser_support import filled_notebook, slug
 from support import free_port
 
-from autograder import engine, hub
+from autograder import engine, hub, hub_setup
 from autograder.errors import CourseError
-from autograder.hub import home
+from autograder.hub_setup import home
 from autograder.notebooks import (
     grade_id,
     is_answer,
@@ -79,12 +79,12 @@ def write_config(where: Path, **changes) -> Path:
 ])
 def test_hub_config_mistakes_are_named(tmp_path, change, words):
     with pytest.raises(CourseError, match=words):
-        hub.load(write_config(tmp_path, **change))
+        hub_setup.load(write_config(tmp_path, **change))
 
 
 def test_hub_config_accounts_and_passwords_are_checked(tmp_path):
     path = write_config(tmp_path)
-    config = hub.load(path)
+    config = hub_setup.load(path)
     assert config.passwords == PASSWORDS and config.instructor == TEACHER
     text = path.read_text()
     for bad, words in [(text.replace(PASSWORDS[ADA], "short"), "at least 8"),
@@ -94,22 +94,22 @@ def test_hub_config_accounts_and_passwords_are_checked(tmp_path):
                        (text + "[[broken", "not valid TOML")]:
         path.write_text(bad)
         with pytest.raises(CourseError, match=re.escape(words)):
-            hub.load(path)
+            hub_setup.load(path)
     with pytest.raises(CourseError, match="No hub config"):
-        hub.load(tmp_path / "missing.toml")
+        hub_setup.load(tmp_path / "missing.toml")
 
 
 def test_a_closed_folder_on_the_way_to_the_course_is_named(tmp_path):
     closed = tmp_path / "closed"
     (closed / "course").mkdir(parents=True)
     closed.chmod(0o700)
-    assert closed in hub.closed_folders(closed / "course")
+    assert closed in hub_setup.closed_folders(closed / "course")
     with pytest.raises(CourseError, match=f"cannot enter .*{closed}.*chmod o\\+x"):
-        hub._check_readable(closed / "course")
+        hub_setup._check_readable(closed / "course")
 
 
 def test_the_course_hub_toml_is_valid():
-    config = hub.load(ROOT / "hub.toml")
+    config = hub_setup.load(ROOT / "hub.toml")
     assert config.url == "http://127.0.0.1:8000" and len(config.students) >= 2
 
 
@@ -130,16 +130,16 @@ def class_hub():
     remove_accounts()  # from a run that was killed
     folder = Path(tempfile.mkdtemp(prefix="course-hub-test-"))
     folder.chmod(0o755)
-    config = hub.load(write_config(folder))
+    config = hub_setup.load(write_config(folder))
     # The accounts run the course's Python; where it lies under a closed folder (pyenv in
     # /root on the course machines), the test lets them in, as `make class` asks, and
     # closes it again afterwards.
-    closed = {path: path.stat().st_mode for path in hub.closed_folders(ROOT)}
+    closed = {path: path.stat().st_mode for path in hub_setup.closed_folders(ROOT)}
     for path in closed:
         path.chmod(closed[path] | 0o001)
     state = {"config": config, "folder": folder}
     try:
-        hub.setup(config, ROOT, log=print)
+        hub_setup.setup(config, ROOT, log=print)
         state["hub"] = hub.Hub(config, ROOT)
         yield state
     finally:
@@ -169,7 +169,7 @@ class Person:
 
     step = 0
 
-    def __init__(self, browser, config: hub.HubConfig, name: str):
+    def __init__(self, browser, config: hub_setup.HubConfig, name: str):
         self.config, self.name = config, name
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
         self.page = self.context.new_page()
@@ -342,7 +342,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
             assert ("Success" in said) == full, said
             person.assignments_tab()
             person.press("fetched", assignment, "Submit", then="submitted")
-    inbound = config.exchange / hub.course_id(ROOT) / "inbound"
+    inbound = config.exchange / hub_setup.course_id(ROOT) / "inbound"
     assert len([p for p in inbound.iterdir() if p.name.startswith(ADA)]) == 3
 
     # permissions: nobody reads another's work, the inbound or the instructor's files
@@ -488,4 +488,4 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
     assert process.returncode == 0, said[-3000:]
     assert f"The class hub is at {config.url}" in said and "The class hub stopped" in said
     assert not _processes(), _processes()
-    assert hub.load(config.path).students  # the config it was given is still there
+    assert hub_setup.load(config.path).students  # the config it was given is still there

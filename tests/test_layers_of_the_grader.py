@@ -16,7 +16,7 @@ LAYERS = {
     "grading": ["intake", "repair", "store", "reports", "feedback", "grading", "selfgrade"],
     "scale": ["dask_cluster", "dask_local"],
     "class": ["classgrade"],
-    "authoring": ["release", "validation", "mutants", "demo", "hub", "button", "cli",
+    "authoring": ["release", "validation", "mutants", "demo", "hub_setup", "hub", "button", "cli",
                   "__main__", "__init__"],
 }
 
