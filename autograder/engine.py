@@ -64,7 +64,8 @@ class Job:
     @classmethod
     def of(cls, key, student, assignment, notebook, text, release) -> Job:
         """A job whose course facts come from `release`, the assignment's release."""
-        from autograder.executor import facts_of, release_names
+        from autograder.executor import facts_of
+        from autograder.notebooks import release_names
 
         imports, exercises, kept = facts_of(release)
         return cls(key, student, assignment, notebook, text, imports, tuple(exercises),

@@ -29,7 +29,7 @@ from traitlets import Bool, Dict, List, Unicode
 
 from autograder import trusted
 from autograder.limits import Limits
-from autograder.notebooks import grade_id, is_test, place_of
+from autograder.notebooks import grade_id, is_test, place_of, release_names
 from autograder.session import CellRun, KernelSession
 
 FINDINGS = "course_grade"
@@ -192,35 +192,6 @@ def release_of(assignment: str, notebook: str):
         return read_notebook(root / course.RELEASE_DIR / assignment / f"{notebook}.ipynb")
     except Exception:  # noqa: BLE001 - no release at hand: tests see no imports
         return None
-
-
-def release_names(release) -> list[str]:
-    """The names the release's own code cells (answers included, tests not) bind, less
-    those its imports bind: the only names a test takes from the kernel. Taken from the
-    release, the list tells the kernel nothing about any test."""
-    import ast
-
-    from autograder.notebooks import release_imports
-
-    imported = {alias.asname or alias.name.split(".")[0]  # read, not run: no TensorFlow here
-                for node in ast.parse(release_imports(release)).body
-                for alias in node.names}
-    found = set()
-    for cell in release.cells:
-        if cell.cell_type != "code" or is_test(cell):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    found.add(sub.id)
-                elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    found.add(sub.name)
-                    break
-    return sorted(n for n in found if n not in imported and not n.startswith("_"))
 
 
 def facts_of(release) -> tuple[str, list[str], list[str]]:

@@ -173,19 +173,56 @@ def defined_names(source: str) -> set[str]:
     return set(re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE))
 
 
+def _code_trees(nb: nbformat.NotebookNode, keep) -> list[ast.Module]:
+    """The parsed code cells of `nb` for which `keep(cell)` holds (those that do not
+    parse left out)."""
+    trees = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and keep(cell):
+            try:
+                trees.append(ast.parse(cell.source))
+            except SyntaxError:
+                continue
+    return trees
+
+
 def release_imports(release: nbformat.NotebookNode) -> str:
     """The import statements of the release's ordinary code cells (the setup cell's)."""
     lines = []
-    for cell in release.cells:
-        if cell.cell_type != "code" or nbgrader_meta(cell):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
+    for tree in _code_trees(release, lambda cell: not nbgrader_meta(cell)):
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
                 if not (module or "").startswith("autograder"):
                     lines.append(ast.unparse(node))
     return "\n".join(dict.fromkeys(lines))
+
+
+def release_names(release: nbformat.NotebookNode) -> list[str]:
+    """The names the release's own code cells (answers included, tests not) bind at the
+    notebook's top level, less those its imports bind: the only names a test takes from
+    the kernel. Taken from the release, the list tells the kernel nothing about any test."""
+    imported = {alias.asname or alias.name.split(".")[0]  # read, not run: no TensorFlow here
+                for node in ast.parse(release_imports(release)).body
+                for alias in node.names}
+    found: set[str] = set()
+    for tree in _code_trees(release, lambda cell: not is_test(cell)):
+        _top_level_names(tree, found)
+    return sorted(n for n in found if n not in imported and not n.startswith("_"))
+
+
+def _top_level_names(node: ast.AST, found: set[str]) -> None:
+    """The names `node` binds in the module's scope: not inside a function, class, lambda
+    or comprehension of its own (their names are theirs)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(child.name)
+            for decorator in child.decorator_list:
+                _top_level_names(decorator, found)
+            continue
+        if isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                              ast.GeneratorExp)):
+            continue
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            found.add(child.id)
+        _top_level_names(child, found)

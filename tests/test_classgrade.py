@@ -311,3 +311,15 @@ def test_class_grading_refuses_without_a_sandbox_unless_told(tmp_path, monkeypat
         classgrade.grade_class(ROOT, tmp_path / "in", tmp_path / "out", [A])
     assert not (tmp_path / "out").exists()
     assert classgrade.require_sandbox(no_sandbox=True) is False
+
+
+def test_release_names_are_what_the_notebooks_own_cells_bind_at_top_level():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import numpy as np\nfrom os import path as p"),
+        nbformat.v4.new_code_cell(
+            "if True:\n    def helper(x):\n        inner = x\n        return inner\n"
+            "    after = 1\nrows = [k for k in range(3)]\nfor i in range(2):\n    total = i\n"
+            "with open(__file__) as handle:\n    pass\nclass Box:\n    size = 2\n"
+            "f = lambda arg: arg\n_private = 0\n(walrus := 5)")])
+    assert notebooks.release_names(nb) == ["Box", "after", "f", "handle", "helper", "i",
+                                           "rows", "total", "walrus"]
