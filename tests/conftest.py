@@ -42,7 +42,7 @@ HOW_TO_SKIP = ("skip the browser tests with COURSE_SKIP_BROWSER=1 or "
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    from browser_support import SKIP_ENV, find_chromium
+    from support import SKIP_ENV, find_chromium
 
     if os.environ.get(SKIP_ENV):
         pytest.skip(f"{SKIP_ENV} is set: the browser tests are skipped")

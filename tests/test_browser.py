@@ -17,7 +17,7 @@ import shutil
 import time
 
 import pytest
-from browser_support import (
+from support import (
     ARTIFACTS,
     NotebookPage,
     filled_notebook,

@@ -33,8 +33,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from browser_support import filled_notebook, slug
-from support import free_port
+from support import filled_notebook, free_port, slug
 
 from autograder import engine, hub, hub_setup
 from autograder.errors import CourseError
