@@ -201,9 +201,6 @@ def worker_init(base: str, root: str, workdir: str, settings: Settings) -> None:
     worker_init_for(str(course_dir), str(folder), settings)
 
 
-_worker_init = worker_init  # TEMPORARY: runs started before the rename spawn by this name
-
-
 def worker_init_for(course_dir: str, folder: str, settings: Settings) -> None:
     """Make this (spawned) process a grading worker for the worker course `course_dir`."""
     # nbgrader's log and the kernels' start-up chatter go to a file, not the terminal
