@@ -48,6 +48,7 @@ __all__ = [
     "make_train_step",
     "predicted_traffic",
     "rows_per_shard",
+    "traffic_on_worker",
     "lookup_on_worker",
     "shard_gradient_rows_on_worker",
 ]
@@ -125,6 +126,33 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
+def _start_helpers_quietly(ctx, log_path: Path) -> None:
+    """Start the forkserver (and the resource tracker) with their output in `log_path`.
+
+    They inherit the notebook's stdout and stderr, and the forkserver imports TensorFlow,
+    whose C++ start-up lines ("oneDNN custom operations are on", "Could not find cuda
+    drivers") go to stderr before any log level applies: Jupyter would show them under the
+    cell that starts the cluster."""
+    if ctx.get_start_method() != "forkserver":
+        return  # spawned servers send their output to their own log files
+    from multiprocessing import forkserver, resource_tracker
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        resource_tracker.ensure_running()
+        forkserver.ensure_running()
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log):
+            os.close(fd)
+
+
 def _running_process(process) -> bool:
     """Alive and not a zombie: a killed child can still look alive to `is_alive()` until
     the forkserver has reported its exit."""
@@ -191,6 +219,7 @@ class LocalCluster:
         if not _running:
             _tracker_was_running[0] = resource_tracker._resource_tracker._pid is not None
         ctx = _context()
+        _start_helpers_quietly(ctx, self.log_dir / "forkserver.log")
         for job, i, _ in self.tasks():
             log_path = self.log_dir / f"{job}-{i}.log"
             process = ctx.Process(target=_serve,
@@ -414,6 +443,53 @@ def predicted_traffic(ids, num_rows: int, dim: int, sparse: bool = True,
 # Observations for notebook 07's tests: a learner's function run on the cluster, data back
 # ---------------------------------------------------------------------------------------
 
+def _on_worker(coordinator, function, args):
+    """`coordinator.schedule(function, args=args).fetch()`, leaving the coordinator clean.
+
+    A `ClusterCoordinator` keeps the error of a failed step and raises it again at the next
+    `schedule` or `join`, whatever that next step is: one test whose function failed would
+    fail the next test too. `join()` raises, and drops, such a leftover error. A failure
+    reaches the caller as its exception only: the coordinator's own log of it (the same
+    error, at ERROR level, several times) is held back."""
+    import logging
+
+    import tensorflow as tf
+
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        try:
+            coordinator.join()
+        except Exception:  # an earlier step's error, reported where it happened
+            pass
+        try:
+            return coordinator.schedule(function, args=args).fetch()
+        except Exception:
+            try:
+                coordinator.join()
+            except Exception:  # a leftover of the error raised below
+                pass
+            raise
+    finally:
+        logger.setLevel(level)
+
+
+@observation
+def traffic_on_worker(coordinator, step, pairs, scores=None) -> dict[str, int]:
+    """The bytes each kind of tensor moved in one `step` (from `make_train_step`) of
+    `pairs` (batch, 2) on a worker: {"ids": ..., "rows": ..., "grad": ...}. `scores`
+    default to ones."""
+    import tensorflow as tf
+
+    pairs = np.asarray(pairs, np.int64)
+    if scores is None:
+        scores = np.ones(len(pairs), np.float32)
+    _, traffic = _on_worker(coordinator, step, (tf.constant(pairs),
+                                                tf.constant(np.asarray(scores, np.float32))))
+    return {name: int(value) for name, value in traffic.items()}
+
+
 @observation
 def rows_per_shard(strategy, num_rows: int) -> list[np.ndarray]:
     """The row ids each shard holds when `strategy` makes a table of `num_rows` rows."""
@@ -434,7 +510,7 @@ def lookup_on_worker(coordinator, strategy, lookup_fn, table, ids):
     def read(ids):
         return strategy.run(lambda i: lookup_fn(table.variables, i), args=(ids,))
 
-    return coordinator.schedule(read, args=(tf.constant(ids, tf.int64),)).fetch()
+    return _on_worker(coordinator, read, (tf.constant(ids, tf.int64),))
 
 
 @observation
@@ -453,5 +529,5 @@ def shard_gradient_rows_on_worker(coordinator, strategy, lookup_fn, table, ids):
                     else tf.constant([-1], tf.int64) for g in grads]
         return strategy.run(replica, args=(ids,))
 
-    found = coordinator.schedule(shard_gradients, args=(tf.constant(ids, tf.int64),)).fetch()
+    found = _on_worker(coordinator, shard_gradients, (tf.constant(ids, tf.int64),))
     return [np.asarray(i) for i in found]

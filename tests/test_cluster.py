@@ -161,3 +161,48 @@ def test_measured_bytes_equal_the_arithmetic(strategy_run):
     assert dense == {"ids": 0, "rows": 50 * dim * 4, "grad": 50 * dim * 4}
     assert strategy_run["changed"] == [0, 3, 20, 33, 34, 49]
     assert _gone(strategy_run["pids"])
+
+
+QUIET_SCRIPT = r"""
+import sys
+sys.ps1 = ">>> "  # as in Jupyter: TensorFlow then logs INFO lines to stdout
+import sparse_embeddings.runtime  # noqa: F401
+import logging
+logging.basicConfig()  # a handler on the root logger too, as a Jupyter kernel has
+import tensorflow as tf
+from sparse_embeddings import cluster
+
+if __name__ == "__main__":
+    with cluster.LocalCluster(num_ps=1, num_workers=1) as c:
+        strategy = tf.distribute.ParameterServerStrategy(
+            c.resolver(),
+            variable_partitioner=tf.distribute.experimental.partitioners.FixedShardsPartitioner(2))
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        with strategy.scope():
+            table = tf.Variable(tf.zeros((4, 2)))
+        try:
+            cluster.lookup_on_worker(coordinator, strategy,
+                                     lambda shards, ids: tf.gather(shards[0], ids + 9),
+                                     table, [1])
+        except tf.errors.InvalidArgumentError:
+            print("the failed lookup raised")
+        rows = cluster.lookup_on_worker(coordinator, strategy,
+                                        lambda shards, ids: tf.gather(shards[0], ids),
+                                        table, [0, 1])
+        print("then a lookup read", rows.shape)
+"""
+
+
+@pytest.mark.slow
+def test_a_cluster_in_a_notebook_prints_only_the_course_output(tmp_path):
+    """No server start-up log (the forkserver imports TensorFlow), no INFO lines of the
+    strategy (twice, in Jupyter), no log of a step that failed; and that failed step does
+    not fail the next one (the coordinator would raise its error again)."""
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["the failed lookup raised",
+                                        "then a lookup read (2, 2)"], done.stdout[-3000:]
+    assert done.stderr == "", done.stderr[-3000:]

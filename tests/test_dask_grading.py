@@ -109,7 +109,8 @@ def other_course(folder: Path) -> Path:
     for name in ("autograder", "sparse_embeddings", "solutions"):
         shutil.copytree(ROOT / name, folder / name,
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    for name in ("nbgrader_config.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, folder)
     notebook = folder / "solutions" / A1 / "autodiff.ipynb"
     notebook.write_text(notebook.read_text().replace("gradient", "gradient ", 1))
     return folder
