@@ -18,7 +18,8 @@
    formgrader and `generate_feedback` work on `OUT` as on any course.
 4. Reports, from every result kept in `OUT/results/`: `grades.csv`, a feedback page per
    student and assignment (`OUT/feedback/`), a class summary (`summary.png` and the
-   terminal).
+   terminal), each assignment's total after the course's late policy (autograder.late),
+   raw beside it.
 
 A submission whose file and assignment have not changed since the last run is not graded
 again (`--force` regrades), so adding a student grades that student only.
@@ -30,7 +31,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -49,6 +50,7 @@ from autograder.store import (
     load_results,
     prepare_out,
     results_path,
+    save_result,
     zero_cells,
 )
 
@@ -67,6 +69,7 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
                 settings: Settings | None = None, log=print) -> list[Result]:
     """Grade every submission in `source` into `out`; returns every result `out` holds."""
     settings = settings or Settings()
+    course.facts(root)  # a table it cannot use (a bad late policy too) stops here
     if settings.workers is not None and settings.workers < 1:
         raise CourseError(f"--workers must be at least 1 (got {settings.workers}).")
     settings.limits.check()
@@ -141,9 +144,7 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
             result.notes += reports.describe_findings(run["findings"])
             autograded = run["autograded"]
         writer.record(result, autograded)
-        path = results_path(out, sub.assignment, sub.student)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(result), indent=1, sort_keys=True), encoding="utf-8")
+        save_result(out, result)
         return result
 
     progress = Progress(len(todo), log)
@@ -213,18 +214,23 @@ class Progress:
                  f"{self.failures}, about {left:.0f} s left")
 
 
-def report(root: Path, out: Path, results: list[Result]) -> str:
-    """Write grades.csv, the feedback pages and the summary; return the terminal summary."""
+def report(root: Path, out: Path, results: list[Result], policy=None) -> str:
+    """Write grades.csv, the feedback pages and the summary with the late `policy` (default:
+    the course's, autograder.late); return the terminal summary."""
+    policy = policy if policy is not None else course.facts(root).late
     names = sorted({r.assignment for r in results})
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}
-    stats = reports.write_all(results, releases, out)
+    stats = reports.write_all(results, releases, out, policy)
     (out / "summary.json").write_text(json.dumps(stats, indent=1), encoding="utf-8")
     problems = [r for r in results if r.fatal]
     lines = [reports.summary_text(stats), "",
              f"{len(results)} submission(s); {len(problems)} could not be run"]
     for r in problems:
         lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
+    if policy is not None:
+        lines.append(f"late policy: {policy.describe()} (grades.csv: each assignment's "
+                     "total after it, its raw total beside it; the gradebook stays raw)")
     lines += [f"grades:   {out / 'grades.csv'}", f"feedback: {out / 'feedback'}/<student>/"
               "<assignment>.html", f"summary:  {out / 'summary.png'}",
               f"gradebook (nbgrader formgrader works here): {out / 'gradebook.db'}"]

@@ -212,9 +212,14 @@ def cmd_grade_class(args) -> int:
 
     root = course.find_root()
     out = Path(args.out)
+    policy = None  # the course's ([tool.course-grade.late]); a file's is read before grading
+    if args.late_policy:
+        from autograder import late
+
+        policy = late.load(Path(args.late_policy), course.assignments(root))
     results = classgrade.grade_class(root, Path(args.input), out, args.assignment or None,
                                      _settings(args))
-    print(classgrade.report(root, out, results))
+    print(classgrade.report(root, out, results, policy))
     return 0
 
 
@@ -242,8 +247,34 @@ def cmd_grade_demo(args) -> int:
     return 0
 
 
+def cmd_grade_export(args) -> int:
+    from autograder import lms
+
+    root = course.find_root()
+    policy = None  # the course's late policy, unless a file's
+    if args.late_policy:
+        from autograder import late
+
+        policy = late.load(Path(args.late_policy), course.assignments(root))
+    lines = lms.export(root, Path(args.out), Path(args.roster), args.assignment or None,
+                       lms.parse_columns(args.column),
+                       Path(args.output) if args.output else None, policy)
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_grade_similar(args) -> int:
+    from autograder import similarity
+
+    settings = similarity.Settings() if args.threshold is None else \
+        similarity.Settings(threshold=args.threshold)
+    print(similarity.report(Path(args.out), args.assignment or None, settings))
+    return 0
+
+
 def grade_main(argv: list[str] | None = None) -> int:
-    """`course-grade self NOTEBOOK`, `course-grade class INPUT`, `course-grade demo`."""
+    """`course-grade self NOTEBOOK`, `course-grade class INPUT`, `course-grade demo`,
+    `course-grade export --roster CANVAS.csv`, `course-grade similar OUT`."""
     parser = argparse.ArgumentParser(
         prog="course-grade",
         description="Grade notebooks of the course with nbgrader, hidden tests included.")
@@ -254,17 +285,45 @@ def grade_main(argv: list[str] | None = None) -> int:
     p.add_argument("input", help="submitted/{student}/{assignment}/*.ipynb, or a zip")
     p.add_argument("-a", "--assignment", action="append",
                    help="assignment to grade (repeatable; default: all found)")
+    p.add_argument("--late-policy", metavar="FILE", default=None,
+                   help="a TOML file with the keys of [tool.course-grade.late] (percent_per_day"
+                        ", cap_percent, cutoff_days, grace_minutes, extensions), used in place "
+                        "of the course's late policy")
     _add_grading_options(p)
     p = sub.add_parser("demo", help="build a synthetic class from the course and grade it")
     p.add_argument("--assignment", default="01-autodiff")
     # the demo's infinite loop and memory hog should not take the default 120 s and 4 GB
     _add_grading_options(p, out="grading-demo", cell_timeout=20, memory_mb=2048)
+    p = sub.add_parser("export", help="grades to Canvas: the CSV its gradebook import takes")
+    p.add_argument("--roster", required=True,
+                   help="Canvas's gradebook export (Grades > Export > Export Entire Gradebook)")
+    p.add_argument("--out", default="grading", help="the class folder (default: grading/)")
+    p.add_argument("-a", "--assignment", action="append",
+                   help="assignment to export (repeatable; default: every one graded)")
+    p.add_argument("--column", action="append", metavar="ASSIGNMENT=COLUMN",
+                   help="the Canvas column an assignment fills, e.g. "
+                        "01-autodiff='Autodiff (12345)' (default: the roster's column titled "
+                        "as the assignment, else a new one)")
+    p.add_argument("--output", help="the Canvas CSV (default: OUT/canvas-grades.csv)")
+    p.add_argument("--late-policy", metavar="FILE", default=None,
+                   help="the late policy file given to `class` (default: the course's)")
+    p = sub.add_parser("similar", help="answers that look alike across a graded class "
+                                       "(a list to read; no grade changes)")
+    p.add_argument("out", help="the class folder `class` graded into (its --out)")
+    p.add_argument("-a", "--assignment", action="append",
+                   help="assignment to compare (repeatable; default: every one graded)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="list the pairs scoring at least this, 0 to 1 (default 0.6)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "similar":
+            return cmd_grade_similar(args)
         if args.command == "class":
             return cmd_grade_class(args)
         if args.command == "demo":
             return cmd_grade_demo(args)
+        if args.command == "export":
+            return cmd_grade_export(args)
         from autograder import selfgrade
 
         path = Path(args.notebook)

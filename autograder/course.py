@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.errors import CourseError
+from autograder.late import Policy
 
 CONFIG_NAME = "nbgrader_config.py"
 SOURCE_DIR = "solutions"
@@ -43,9 +44,10 @@ class Facts:
     mirrors: str | None = None  # "module:NAME": exercise -> the library's versions of it
     preload: tuple[str, ...] = ()  # modules each grading kernel loads before the first cell
     observations: str | None = None  # the module whose REGISTRY of observations tests use
+    late: Policy | None = None  # the late policy ([tool.course-grade.late]; none: no penalty)
 
 
-FACT_KEYS = {"library", "mirrors", "preload", "observations"}
+FACT_KEYS = {"library", "mirrors", "preload", "observations", "late"}
 
 
 ROOT_VARIABLE = "COURSE_GRADE_ROOT"  # the course a grading process grades (engine workers)
@@ -71,10 +73,17 @@ def _facts(root: Path) -> Facts:
     if unknown or not isinstance(preload, list) or not all(
             isinstance(table.get(k, ""), str) for k in ("library", "mirrors", "observations")):
         raise CourseError(f"{path}: [tool.course-grade] takes library, mirrors and "
-                          "observations (module names) and preload (a list of module names)"
+                          "observations (module names), preload (a list of module names) "
+                          "and late (the late policy's table)"
                           + (f"; it has {', '.join(unknown)}" if unknown else "") + ".")
+    policy = None
+    if "late" in table:
+        from autograder import late
+
+        known = assignments(root) if (root / SOURCE_DIR).is_dir() else None
+        policy = late.parse(table["late"], f"{path}: [tool.course-grade.late]", known)
     return Facts(table.get("library"), table.get("mirrors"), tuple(map(str, preload)),
-                 table.get("observations"))
+                 table.get("observations"), policy)
 
 
 def assignments(root: Path) -> list[str]:

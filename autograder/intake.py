@@ -80,6 +80,7 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
     found: dict[tuple[str, str], tuple[int, Submission]] = {}
     ignored = []
     seen: set[str] = set()
+    canvas_ids: dict[str, set[str]] = {}  # student -> the Canvas user ids of their files
     for name, data in files.items():
         parts = Path(name).parts
         if parts and parts[0] == "submitted":
@@ -99,6 +100,8 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
                 "'_' or '-'")
             continue
         seen.add(student)
+        if canvas_user_id(name):
+            canvas_ids.setdefault(student, set()).add(canvas_user_id(name))
         if assignments and assignment not in assignments:
             continue
         key = (student, assignment)
@@ -107,6 +110,12 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
         beside = extras.get(str(Path(name).parent), {})
         found[key] = (version, Submission(student, assignment, notebook, name, data,
                                           _timestamp(beside.get(TIMESTAMP)), beside))
+    for student, ids in sorted(canvas_ids.items()):
+        if len(ids) > 1:  # Canvas names files by name: two students of one name
+            log(f"warning: the files of {student} are of {len(ids)} Canvas users (ids "
+                f"{', '.join(sorted(ids))}): one student id for both, so one submission of "
+                "each assignment is graded; rename one's files (the name before the first "
+                "'_') and grade again")
     if ignored:
         shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
                                           else "")
@@ -135,6 +144,17 @@ def _timestamp(text: str | None) -> str | None:
         return parse_utc(text.strip()).isoformat()
     except (ValueError, OverflowError, TypeError):
         return None
+
+
+# Canvas' download: `<name>_[LATE_]<user id>_<submission id>_<the file as uploaded>`
+CANVAS_NAME = re.compile(r"^[^_]+_(?:LATE_)?(?P<user>\d+)_(?P<submission>\d+)_")
+
+
+def canvas_user_id(origin: str) -> str | None:
+    """The Canvas user id in the name of a file of a Canvas submissions download (a
+    `Submission`'s or `Result`'s origin); None for other names."""
+    match = CANVAS_NAME.match(Path(origin).name) if origin else None
+    return match["user"] if match else None
 
 
 def _lms_name(filename: str, by_notebook: dict[str, str]) -> tuple[str | None, str | None, int]:

@@ -4,6 +4,8 @@ Everything is built from the results kept in `OUT/results/` and the release note
 run that grades one more student rewrites the reports with every student in them. Feedback
 shows each test's name, its docstring (the first line of the visible test), passed or
 failed, points and the check's message; never the source of a test, hidden or visible.
+A late policy (autograder.late) takes its penalty off each assignment's total in the
+reports; per-exercise scores stay raw, and so does the gradebook.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.late import Policy
 from autograder.notebooks import (
     grade_id,
     is_answer,
@@ -24,7 +27,7 @@ from autograder.notebooks import (
     nbgrader_meta,
     test_owners,
 )
-from autograder.store import describe_late, lateness
+from autograder.store import lateness
 
 
 def _first_docstring_line(source: str) -> str:
@@ -72,21 +75,33 @@ class Layout:
         return sum(c["score"] for c in cells), total
 
 
-def write_csv(results, layout: Layout, path: Path, late: dict | None = None) -> None:
-    """One row per student; a column per exercise of each assignment, its total, the total;
-    problems: what stopped grading, and a submission after the due date (`late`)."""
+def late_score(result, seconds_late: float | None, policy: Policy | None = None,
+               raw: float | None = None) -> tuple[float, str]:
+    """The score that counts for `result` (its raw score `raw`, default its own) submitted
+    `seconds_late` after its due date, and a note on its lateness ("" for one on time); no
+    `policy`: no penalty."""
+    return (policy or Policy()).apply(result.score if raw is None else raw, seconds_late,
+                                      result.student, result.assignment)
+
+
+def write_csv(results, layout: Layout, path: Path, late: dict | None = None,
+              policy: Policy | None = None) -> None:
+    """One row per student; a column per exercise of each assignment (raw), its total after
+    the late `policy` and its raw total, the total and the raw total; problems: what stopped
+    grading, and a submission after the due date (`late`: seconds after it)."""
     late = late or {}
     columns = []
     for assignment, names in layout.exercises.items():
-        columns += [f"{assignment}/{n}" for n in names] + [f"{assignment}/total"]
+        columns += [f"{assignment}/{n}" for n in names] + [f"{assignment}/total",
+                                                           f"{assignment}/raw"]
     by_student = defaultdict(dict)
     for result in results:
         by_student[result.student][result.assignment] = result
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *columns, "total", "max", "problems"])
+        writer.writerow(["student", *columns, "total", "raw", "max", "problems"])
         for student in sorted(by_student):
-            row, total, maximum, problems = [student], 0.0, 0.0, []
+            row, total, raw, maximum, problems = [student], 0.0, 0.0, 0.0, []
             for assignment, names in layout.exercises.items():
                 result = by_student[student].get(assignment)
                 subtotal = 0.0
@@ -97,16 +112,21 @@ def write_csv(results, layout: Layout, path: Path, late: dict | None = None) -> 
                     score, _ = layout.exercise_score(result, name)
                     row.append("manual" if score is None else f"{score:g}")
                     subtotal += score or 0.0
-                row.append("" if result is None else f"{subtotal:g}")
-                if result is not None:
-                    total += subtotal
-                    maximum += result.max_score
-                    if result.fatal:
-                        problems.append(f"{assignment}: {result.fatal}")
-                    if (student, assignment) in late:
-                        problems.append(f"{assignment}: "
-                                        f"{describe_late(late[(student, assignment)])}")
-            writer.writerow([*row, f"{total:g}", f"{maximum:g}", "; ".join(problems)])
+                if result is None:
+                    row += ["", ""]
+                    continue
+                score, note = late_score(result, late.get((student, assignment)), policy,
+                                         subtotal)
+                row += [f"{score:g}", f"{subtotal:g}"]
+                total += score
+                raw += subtotal
+                maximum += result.max_score
+                if result.fatal:
+                    problems.append(f"{assignment}: {result.fatal}")
+                if note:
+                    problems.append(f"{assignment}: {note}")
+            writer.writerow([*row, f"{round(total, 6):g}", f"{raw:g}", f"{maximum:g}",
+                             "; ".join(problems)])
 
 
 _STYLE = """
@@ -121,18 +141,22 @@ td,th{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical
 
 
 def feedback_html(result, layout: Layout, answers: dict[str, str],
-                  late: float | None = None) -> str:
+                  late: float | None = None, policy: Policy | None = None) -> str:
     """The page a student reads: per exercise and test, passed or failed, points, message
-    (and when it was submitted after the due date, `late` seconds)."""
+    (and when it was submitted after the due date, `late` seconds, and what the late
+    `policy` took off its total)."""
     e = html.escape
+    score, note = late_score(result, late, policy)
+    penalty = f" after the late penalty ({result.score:g} before it)" \
+        if score != result.score else ""
     parts = [f"<!doctype html><meta charset='utf-8'><title>{e(result.assignment)}: "
              f"{e(result.student)}</title><style>{_STYLE}</style>",
              f"<h1>{e(result.assignment)}: feedback for {e(result.student)}</h1>",
-             f"<p class='score'>{result.score:g} of {result.max_score:g} points"
+             f"<p class='score'>{score:g} of {result.max_score:g} points{penalty}"
              + (" (a written answer is still to be graded by hand)"
                 if any(c["score"] is None for c in result.cells.values()) else "") + "</p>"]
-    if late:
-        parts.append(f"<p class='late'>Late: {e(describe_late(late))}.</p>")
+    if note:
+        parts.append(f"<p class='late'>Late: {e(note)}.</p>")
     if result.fatal or result.notes:
         items = ([f"<li><b>Not graded: {e(result.fatal)}.</b> Every test scores 0.</li>"]
                  if result.fatal else [])
@@ -174,8 +198,11 @@ def student_answers(autograded_path: Path) -> dict[str, str]:
             if nbgrader_meta(c).get("solution") and grade_id(c)}
 
 
-def summary(results, layout: Layout) -> dict:
-    """Mean score per exercise (as a fraction of its points) and the totals, per assignment."""
+def summary(results, layout: Layout, late: dict | None = None,
+            policy: Policy | None = None) -> dict:
+    """Mean score per exercise (raw, as a fraction of its points) and the totals (after the
+    late `policy`; raw beside them), per assignment, with how many were late."""
+    late = late or {}
     out = {}
     for assignment, names in layout.exercises.items():
         mine = [r for r in results if r.assignment == assignment]
@@ -187,8 +214,12 @@ def summary(results, layout: Layout) -> dict:
             graded = [(s, t) for s, t in scores if s is not None and t > 0]
             if graded:
                 means[name] = sum(s / t for s, t in graded) / len(graded)
+        seconds = [late.get((r.student, r.assignment)) for r in mine]
         out[assignment] = {"students": len(mine), "mean_fraction": means,
-                           "totals": sorted(r.score for r in mine),
+                           "totals": sorted(late_score(r, s, policy)[0]
+                                            for r, s in zip(mine, seconds, strict=True)),
+                           "raw_totals": sorted(r.score for r in mine),
+                           "late": sum(bool(s and s > 0) for s in seconds),
                            "max": max(r.max_score for r in mine)}
     return out
 
@@ -196,8 +227,11 @@ def summary(results, layout: Layout) -> dict:
 def summary_text(stats: dict, width: int = 30) -> str:
     lines = []
     for assignment, info in stats.items():
-        lines.append(f"{assignment}: {info['students']} student(s), mean "
-                     f"{sum(info['totals']) / len(info['totals']):.1f} of {info['max']:g}")
+        mean = sum(info["totals"]) / len(info["totals"])
+        raw = sum(info.get("raw_totals", info["totals"])) / len(info["totals"])
+        lines.append(f"{assignment}: {info['students']} student(s), mean {mean:.1f} of "
+                     f"{info['max']:g}" + (f", {info['late']} late" if info.get("late") else "")
+                     + (f" ({raw:.1f} before the late penalty)" if raw != mean else ""))
         for name, fraction in info["mean_fraction"].items():
             bar = "#" * round(fraction * width)
             lines.append(f"  {name:28s} {fraction:6.0%} {bar}")
@@ -242,19 +276,20 @@ def summary_png(stats: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write_all(results, releases: dict, out: Path) -> dict:
-    """grades.csv, feedback/<student>/<assignment>.html, summary.png; returns the summary."""
+def write_all(results, releases: dict, out: Path, policy: Policy | None = None) -> dict:
+    """grades.csv, feedback/<student>/<assignment>.html, summary.png, with the late `policy`
+    (none: no penalty); returns the summary."""
     layout = Layout(releases)
     late = lateness(out)
-    write_csv(results, layout, out / "grades.csv", late)
+    write_csv(results, layout, out / "grades.csv", late, policy)
     for result in results:
         graded = out / "autograded" / result.student / result.assignment / result.notebook
         page = out / "feedback" / result.student / f"{result.assignment}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(feedback_html(result, layout, student_answers(graded),
-                                      late.get((result.student, result.assignment))),
+                                      late.get((result.student, result.assignment)), policy),
                         encoding="utf-8")
-    stats = summary(results, layout)
+    stats = summary(results, layout, late, policy)
     summary_png(stats, out / "summary.png")
     return stats
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 import shutil
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder import course
@@ -54,6 +54,14 @@ def assignment_digest(root: Path, assignment: str) -> str:
 
 def results_path(out: Path, assignment: str, student: str) -> Path:
     return out / "results" / assignment / f"{student}.json"
+
+
+def save_result(out: Path, result: Result) -> Path:
+    """Keep `result` in `OUT/results/`, where `load_results` reads it."""
+    path = results_path(out, result.assignment, result.student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(result), indent=1, sort_keys=True), encoding="utf-8")
+    return path
 
 
 def load_results(out: Path) -> list[Result]:
@@ -119,7 +127,8 @@ class ClassGradebook:
 
 def lateness(out: Path) -> dict[tuple[str, str], float]:
     """(student, assignment) -> seconds submitted after the assignment's due date, for the
-    submissions the gradebook holds with a time and whose assignment has a due date."""
+    submissions the gradebook holds with a time and whose assignment has a due date (what
+    that costs: autograder.late)."""
     from nbgrader.api import Gradebook
 
     late = {}
@@ -132,13 +141,6 @@ def lateness(out: Path) -> dict[tuple[str, str], float]:
                 if seconds and seconds > 0:
                     late[(submission.student.id, assignment.name)] = float(seconds)
     return late
-
-
-def describe_late(seconds: float) -> str:
-    hours, minutes = divmod(round(seconds / 60), 60)
-    days, hours = divmod(hours, 24)
-    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"]
-    return "submitted " + " ".join(parts) + " after the due date"
 
 
 def prepare_out(root: Path, out: Path, assignments: list[str], log=print) -> None:

@@ -46,6 +46,7 @@ RUNS = {
                    "--decode argmax --out benchmarks/results/ner-argmax.json"),
     "ner-dropout": (".venv/bin/python benchmarks/ner.py --seeds 0,1,2 --models glove+chars "
                     "--word-dropout 0.1 --out benchmarks/results/ner-dropout.json"),
+    "similarity": ".venv/bin/python benchmarks/similarity.py",
     "suite": "make test (tests/conftest.py writes it after a run of the whole suite)",
 }
 
@@ -84,6 +85,26 @@ figure("grading.no_sandbox_s", "grading")(lambda r: f"{r['course_grade_no_sandbo
 figure("grading.nbgrader_s", "grading")(lambda r: f"{r['nbgrader_sequential_s']:.1f} s")
 figure("grading.speedup", "grading")(lambda r: f"{r['speedup_vs_nbgrader']:.2f} times")
 figure("grading.sandbox_cost", "grading")(lambda r: f"{100 * r['sandbox_cost']:.1f} %")
+
+
+# --- similarity.json: planted copies and honest variants in the demo class -------------
+
+def _at_default(r) -> dict:
+    return next(t for t in r["thresholds"] if t["threshold"] == r["settings"]["threshold"])
+
+
+@figure("similarity.recall", "similarity")
+def _(r):
+    listed = [v for kind, v in _at_default(r)["listed"].items()
+              if not kind.startswith("both hold")]  # pairs that must not be listed
+    return f"{100 * sum(n for n, _ in listed) / sum(total for _, total in listed):.0f} %"
+
+
+@figure("similarity.false_pairs", "similarity")
+def _(r):
+    at = _at_default(r)
+    wrongly = sum(n for kind, (n, _) in at["listed"].items() if kind.startswith("both hold"))
+    return f"{len(at['false_pairs']) + wrongly}"
 
 
 # --- grading-cluster.json: the pool beside a Dask cluster -------------------------------

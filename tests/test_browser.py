@@ -102,12 +102,15 @@ def test_notebook_runs_and_validates_in_jupyterlab(browser, lab, release):
         assert not others, f"errors other than NotImplementedError and NameError: {others}"
         notebook.shot("blank-run-all", cell=first_test)
 
-        # 2. Validate on the blank notebook lists the failing tests
-        kind, text = notebook.validate()
-        notebook.shot("blank-validate")
-        assert "validation-failed" in kind, f"Validate on the blank notebook: {text[:2000]}"
-        assert "NotImplementedError" in text and "The following cell failed" in text
-        notebook.close_dialog()
+        # 2. Validate on the blank notebook lists the failing tests (shown here for the
+        # first notebook; that every blank notebook fails every test is
+        # test_validation's, through the same nbgrader Validator)
+        if release == release_paths()[0]:
+            kind, text = notebook.validate()
+            notebook.shot("blank-validate")
+            assert "validation-failed" in kind, f"Validate on the blank notebook: {text[:2000]}"
+            assert "NotImplementedError" in text and "The following cell failed" in text
+            notebook.close_dialog()
 
         # 3. the answers filled in (as the solution has them), reloaded from disk
         solution = SOLUTIONS / release.parent.name / release.name

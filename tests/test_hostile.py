@@ -24,10 +24,10 @@ from conftest import ROOT, SOLUTIONS
 pytestmark = pytest.mark.slow
 LIMITS = {"cell_timeout": 10, "memory_mb": 2048}
 # graded by `course-grade self` too (the same engine as class grading, which grades every
-# kind): the kinds whose report is read, and one of each family of attack
+# kind): the kinds whose report is read, and one of each family of attack (resources,
+# network, requests to the kernel, leaks, tampering, crashes)
 SELF_GRADED = ("perfect", "blank", "fills-the-disk", "network", "probes-the-requests",
-               "leaks-encoded", "reads-the-tests", "kernel-patched", "service-replaced",
-               "code-replaced", "sleeps-in-a-test", "exits-in-a-test")
+               "leaks-encoded", "code-replaced", "exits-in-a-test")
 
 
 def ours(process) -> bool:

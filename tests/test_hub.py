@@ -9,8 +9,9 @@ own exchange and free ports, all from one hub.toml written here. In Debian's chr
   press Validate and submit; ada submits 01 twice (the second, complete one counts);
 - the hub is stopped and started again (nothing is lost);
 - the instructor collects, autogrades with the course's sandboxed grader in a JupyterLab
-  terminal (`course-grade class`), grades 03's written answer in the formgrader, generates
-  and releases feedback;
+  terminal (`course-grade class --late-policy late.toml`: ada's late 01 loses the capped
+  penalty, bob's has an extension), grades 03's written answer in the formgrader, generates
+  and releases feedback (nbgrader's pages show the raw scores of its gradebook);
 - each student fetches feedback in the Assignments tab and sees their own score, and no
   hidden test; a student cannot read another's work, the exchange's inbound or the
   instructor's files.
@@ -374,8 +375,13 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     page.wait_for_selector(".jp-Terminal .xterm-helper-textarea", timeout=60_000)
     page.click(".jp-Terminal")
     done = course_dir / "grades.csv"
+    # the class's late policy: 10% off per started day, at most 50%; bob has an extension
+    policy = home(TEACHER) / "late.toml"
+    policy.write_text(f'percent_per_day = 10\ncap_percent = 50\n'
+                      f'extensions = {{ "{BOB}/{A1}" = 3650 }}\n')
+    policy.chmod(0o644)
     page.keyboard.type(f"cd && course-grade class {config.course_name}/submitted --out "
-                       f"{config.course_name} 2>&1 | tee grading.log; "
+                       f"{config.course_name} --late-policy late.toml 2>&1 | tee grading.log; "
                        "echo ${PIPESTATUS[0]} > grading.exit\n")
     exit_file, log_file = home(TEACHER) / "grading.exit", home(TEACHER) / "grading.log"
     for _ in range(900):
@@ -387,14 +393,25 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     assert exit_file.exists() and exit_file.read_text().strip() == "0", said[-3000:]
     assert re.search(r"graded \d+ submission", said), said[-3000:]
     rows = {row["student"]: row for row in csv.DictReader(open(done))}
-    assert float(rows[ADA]["total"]) > float(rows[BOB]["total"]) > 0
+    assert float(rows[ADA]["raw"]) > float(rows[BOB]["raw"]) > 0
     # ada's second, complete submission of 01 is the one graded: full marks
     points = sum(nbgrader_meta(c).get("points", 0) for c in read_notebook(
         SOLUTIONS / A1 / NB[A1]).cells if nbgrader_meta(c).get("grade"))
-    assert float(rows[ADA][f"{A1}/total"]) == points > float(rows[BOB][f"{A1}/total"])
+    assert float(rows[ADA][f"{A1}/raw"]) == points > float(rows[BOB][f"{A1}/raw"])
     assert f"{A1}: submitted" in rows[ADA]["problems"] and "after the due date" in \
         rows[ADA]["problems"]
     assert f"{A3}: submitted" not in rows[ADA]["problems"]
+    # the late policy: ada's 01, months after its due date, loses the most (50%); bob's
+    # extension covers his; 03 is on time
+    assert float(rows[ADA][f"{A1}/total"]) == points / 2
+    assert "\u221250% (the cap)" in rows[ADA]["problems"]
+    assert rows[BOB][f"{A1}/total"] == rows[BOB][f"{A1}/raw"]
+    assert "within the extension, no penalty" in rows[BOB]["problems"]
+    assert rows[ADA][f"{A3}/total"] == rows[ADA][f"{A3}/raw"]
+    assert "late policy: 10% off per started day late, at most 50%" in said, said[-3000:]
+    ada_page = (course_dir / "feedback" / ADA / f"{A1}.html").read_text()
+    assert f"{points / 2:g} of {points:g} points after the late penalty" in ada_page
+    assert "Late: submitted" in ada_page and "\u221250% (the cap)" in ada_page
 
     # 03's written answer, graded in the formgrader
     manual = next(grade_id(c) for c in read_notebook(SOLUTIONS / A3 / NB[A3]).cells
@@ -431,7 +448,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
                 f"files/{page_path.relative_to(home(student))}"))
             person.shot(f"feedback {assignment}")
             shown = page_text(person.page.content())
-            expected = rows[student][f"{assignment}/total"]
+            expected = rows[student][f"{assignment}/raw"]  # nbgrader's gradebook stays raw
             if assignment == A3 and student == ADA:
                 expected = f"{float(expected) + 2:g}"
             assert re.search(rf"Score: {float(expected):.1f} / \d", shown), (expected, shown[:400])
