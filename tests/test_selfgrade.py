@@ -47,8 +47,8 @@ def reports(tmp_path_factory):
              for cell in read_notebook(RELEASED).cells
              if cell.metadata.get("nbgrader", {}).get("solution")}
     # sgd_step from the solution, numerical_gradient wrong, rows_changed wrong where only a
-    # hidden test looks (a tolerance), the other two left as released
-    hidden_only = MUTANTS / "01-autodiff" / "rows_changed" / "wrong_isclose.py"
+    # hidden test looks (tables of rank 3), the other two left as released
+    hidden_only = MUTANTS / "01-autodiff" / "rows_changed" / "wrong_two_axes.py"
     partial_replacements = {"numerical_gradient": wrong.read_text(),
                             "gradients_or_zeros": stubs["gradients_or_zeros"],
                             "rows_changed": hidden_only.read_text(),
@@ -99,7 +99,8 @@ def test_partial_notebook_shows_points_and_the_failing_checks(reports):
     assert "3 / 13" in text
     # the hidden test's hint, as its author wrote it, whole
     assert lines["rows_changed"].endswith("failed")
-    assert "Hint: compare exactly (a change of 1e-6 counts), every entry of each row." in text
+    assert ("Hint: a row is every entry along the other axes: 2 x 3 = 6 entries in a (40, 2, 3)"
+            " table, any of which may have changed.") in text
     assert text.startswith("Grading ")
 
 
