@@ -36,17 +36,17 @@ QUOTING = ("README.md", "benchmarks/README.md", "data/README.md", "solutions/*/*
 
 # benchmark run (its JSON in benchmarks/results/) -> the command that makes it
 RUNS = {
-    "notebooks": ".venv/bin/python benchmarks/notebooks.py --run",
-    "grading": ".venv/bin/python benchmarks/grading.py --skip-bare --skip-overhead",
-    "grading-cluster": ".venv/bin/python benchmarks/grading.py --cluster --repeat 2",
-    "dask-idle": ".venv/bin/python benchmarks/dask_idle.py",
-    "sparse_step": ".venv/bin/python benchmarks/sparse_step.py",
-    "ner": ".venv/bin/python benchmarks/ner.py --seeds 0,1,2",
-    "ner-argmax": (".venv/bin/python benchmarks/ner.py --seeds 0,1,2 --models glove+chars "
+    "notebooks": ".venv/bin/python benchmarks/bench_notebooks.py --run",
+    "grading": ".venv/bin/python benchmarks/bench_grading.py --skip-bare --skip-overhead",
+    "grading-cluster": ".venv/bin/python benchmarks/bench_grading.py --cluster --repeat 2",
+    "dask-idle": ".venv/bin/python benchmarks/bench_dask_idle.py",
+    "sparse_step": ".venv/bin/python benchmarks/bench_sparse_step.py",
+    "ner": ".venv/bin/python benchmarks/bench_ner.py --seeds 0,1,2",
+    "ner-argmax": (".venv/bin/python benchmarks/bench_ner.py --seeds 0,1,2 --models glove+chars "
                    "--decode argmax --out benchmarks/results/ner-argmax.json"),
-    "ner-dropout": (".venv/bin/python benchmarks/ner.py --seeds 0,1,2 --models glove+chars "
+    "ner-dropout": (".venv/bin/python benchmarks/bench_ner.py --seeds 0,1,2 --models glove+chars "
                     "--word-dropout 0.1 --out benchmarks/results/ner-dropout.json"),
-    "similarity": ".venv/bin/python benchmarks/similarity.py",
+    "similarity": ".venv/bin/python benchmarks/bench_similarity.py",
     "suite": "make test (tests/conftest.py writes it after a run of the whole suite)",
 }
 
@@ -208,7 +208,7 @@ def _train_s(r, model="glove+chars") -> float:
 
 def _ner_report(r) -> str:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import ner as bench  # noqa: PLC0415 - benchmarks/ner.py, a script beside this one
+    import bench_ner as bench  # noqa: PLC0415 - benchmarks/bench_ner.py, a script beside this one
 
     return "\n```\n" + bench.format_report(r) + "\n```\n"
 

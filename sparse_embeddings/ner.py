@@ -3,7 +3,7 @@
 The notebooks' exercises (`normalize_token`, `build_vocab`, `encode_batch`,
 `masked_cross_entropy`, `build_tagger`, `train_step`, `extract_spans`,
 `precision_recall_f1`) are here as the course's reference, shared by
-`benchmarks/ner.py`, with the inputs they need (the pretrained matrix, character ids,
+`benchmarks/bench_ner.py`, with the inputs they need (the pretrained matrix, character ids,
 normalized sentences). The tag set, spans, scores and BIO decoding live in
 `sparse_embeddings.spans` (no TensorFlow there), re-exported here; the trained tagger
 (`Tagger`, `make_tagger`, `fit`, saving and loading) is `sparse_embeddings.tagging`.

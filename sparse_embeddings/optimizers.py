@@ -15,7 +15,7 @@ batch, so a rare word keeps its momentum until it comes back. That is the
 usual, deliberate trade (TF 1's `LazyAdamOptimizer`, PyTorch's `SparseAdam`).
 
 What the speed depends on, measured on TF 2.21 / Keras 3.15, 2 CPU cores, a
-1,000,000 x 64 table and 1,024 ids (`benchmarks/sparse_step.py`, and per-op
+1,000,000 x 64 table and 1,024 ids (`benchmarks/bench_sparse_step.py`, and per-op
 times from a TF 1 session's `RunMetadata` trace):
 - `tf.gather` on a `keras.Variable` reads the whole table before gathering, so
   rows are gathered from the `tf.Variable` behind it (`variable.value`); the

@@ -1,4 +1,4 @@
-"""`benchmarks/sparse_step.py` runs on a tiny table, prints its table and writes JSON."""
+"""`benchmarks/bench_sparse_step.py` runs on a tiny table, prints its table and writes JSON."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPT = ROOT / "benchmarks" / "sparse_step.py"
+SCRIPT = ROOT / "benchmarks" / "bench_sparse_step.py"
 TF_METHODS = {"tf_dense_sgd", "tf_sparse_sgd", "tf_sparse_sgd_rw", "keras_adam", "lazy_adam",
               "lazy_adam_update"}
 
@@ -56,13 +56,13 @@ def test_sparse_step_benchmark_smoke(tmp_path):
 
 
 def test_notebook_stats_benchmark_counts_each_notebook(tmp_path):
-    """`benchmarks/notebooks.py` (without --run): one row per notebook, counts that agree
+    """`benchmarks/bench_notebooks.py` (without --run): one row per notebook, counts that agree
     with the notebooks' own metadata, a printed table."""
     from autograder import course
     from autograder.notebooks import exercises, read_notebook
 
     out = tmp_path / "notebooks.json"
-    completed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "notebooks.py"),
+    completed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_notebooks.py"),
                                 "--out", str(out)], capture_output=True, text=True,
                                timeout=120, cwd=ROOT)
     assert completed.returncode == 0, completed.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""`benchmarks/ner.py` on a tiny setting: prints its tables, writes JSON and CoNLL, scores an
+"""`benchmarks/bench_ner.py` on a tiny setting: prints its tables, writes JSON and CoNLL, scores an
 extra file, saves a model and evaluates it again from the .keras file."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from sparse_embeddings import data
 
-SCRIPT = ROOT / "benchmarks" / "ner.py"
+SCRIPT = ROOT / "benchmarks" / "bench_ner.py"
 
 
 def run(*args, timeout=150):

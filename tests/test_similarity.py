@@ -299,7 +299,7 @@ def test_bad_threshold_and_missing_release(tmp_path, capsys):
 @pytest.mark.slow
 def test_benchmark_finds_every_planted_copy_of_an_honest_answer(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("similarity_benchmark",
-                                                  ROOT / "benchmarks" / "similarity.py")
+                                                  ROOT / "benchmarks" / "bench_similarity.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.main(["--out", str(tmp_path / "s.json")]) == 0

@@ -6,7 +6,7 @@ localhost (autograder.dask_local.LocalProcesses), once with Dask's own configura
 once with DASK_CONFIG=autograder/dask.yaml, lets them idle, and reads the CPU time all of
 them used from /proc. Prints a table and writes JSON (benchmarks/results/dask-idle.json).
 
-    .venv/bin/python benchmarks/dask_idle.py [--seconds 30] [--workers 2]
+    .venv/bin/python benchmarks/bench_dask_idle.py [--seconds 30] [--workers 2]
 """
 
 from __future__ import annotations

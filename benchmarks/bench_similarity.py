@@ -9,7 +9,7 @@ folder as `course-grade class` leaves it, without grading (the report reads only
 answers). Then runs the report and prints, for a few thresholds, how many planted pairs
 were listed (recall) and how many other pairs were (false pairs).
 
-    .venv/bin/python benchmarks/similarity.py [--assignment 01-autodiff] [--out FILE]
+    .venv/bin/python benchmarks/bench_similarity.py [--assignment 01-autodiff] [--out FILE]
 
 Writes JSON (benchmarks/results/similarity.json by default) and the report's page
 (similarity.html in the temporary class folder, kept with --keep).

@@ -21,8 +21,8 @@ clock runs, as an instructor's cluster is there before grading) with 2 and 1 wor
 submissions per hour, the scheduler's cost per submission, and an estimate for 3,000
 submissions on N workers (benchmarks/results/grading-cluster.json).
 
-    .venv/bin/python benchmarks/grading.py [--students 8] [--assignments 01-autodiff ...]
-    .venv/bin/python benchmarks/grading.py --cluster
+    .venv/bin/python benchmarks/bench_grading.py [--students 8] [--assignments 01-autodiff ...]
+    .venv/bin/python benchmarks/bench_grading.py --cluster
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Time one update step of a large embedding table, sparse and dense, side by side.
 
-    python benchmarks/sparse_step.py                      # 100,000 and 1,000,000 rows x 64
-    python benchmarks/sparse_step.py --rows 2000 --repeats 3 --out /tmp/s.json
+    python benchmarks/bench_sparse_step.py                      # 100,000 and 1,000,000 rows x 64
+    python benchmarks/bench_sparse_step.py --rows 2000 --repeats 3 --out /tmp/s.json
 
 For each table size, up to 64 batches of `--batch` ids (uniform, plus repeats
 of some of them, as real batches have) and gradients for them are fixed in

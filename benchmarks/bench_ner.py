@@ -1,9 +1,9 @@
 """Train notebook 06's BiLSTM tagger in full and measure it against a baseline without GloVe.
 
-    .venv/bin/python benchmarks/ner.py                    # about 4 minutes on 2 cores
-    .venv/bin/python benchmarks/ner.py --seeds 0,1,2      # the spread across three seeds
-    .venv/bin/python benchmarks/ner.py --eval tweets.conll --save model.keras
-    .venv/bin/python benchmarks/ner.py --load model.keras --eval tweets.conll
+    .venv/bin/python benchmarks/bench_ner.py                    # about 4 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_ner.py --seeds 0,1,2      # the spread across three seeds
+    .venv/bin/python benchmarks/bench_ner.py --eval tweets.conll --save model.keras
+    .venv/bin/python benchmarks/bench_ner.py --load model.keras --eval tweets.conll
 
 Models (all with the notebook's vocabulary, masked loss, `train_step`, `LazyAdam`):
 - `glove+chars`: GloVe rows frozen, new tokens trainable, character CNN (the notebook's);

@@ -7,8 +7,8 @@ the wall-clock time of running the solution notebook top to bottom (nbclient, a 
 kernel, the course's own environment; COURSE_QUICK unset, as a learner runs it). Prints a
 table and writes JSON (benchmarks/results/notebooks.json).
 
-    .venv/bin/python benchmarks/notebooks.py            # counts only, seconds
-    .venv/bin/python benchmarks/notebooks.py --run      # and run times, several minutes
+    .venv/bin/python benchmarks/bench_notebooks.py            # counts only, seconds
+    .venv/bin/python benchmarks/bench_notebooks.py --run      # and run times, several minutes
 """
 
 from __future__ import annotations
