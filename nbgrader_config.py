@@ -30,6 +30,6 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import GetGrades  # noqa: E402
 
-from autograder.feedback import WithoutHiddenTests  # noqa: E402
+from autograder.grading.feedback import WithoutHiddenTests  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, WithoutHiddenTests, CSSHTMLHeaderPreprocessor]

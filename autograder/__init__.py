@@ -1,14 +1,16 @@
-"""Grading of the sparse-embeddings course on top of nbgrader.
+"""Grading of the sparse-embeddings course on top of nbgrader, in packages that follow a
+submission's flow; each imports only the ones before it.
 
-- `course`: where the course lives, its nbgrader config, its assignments.
-- `release`: regenerate `notebooks/` from `solutions/` with nbgrader.
-- `grading`: real `nbgrader autograde` runs in throw-away course folders.
-- `mutants`: build submissions from wrong and other-correct answers, and grade them.
-- `validation`: nbgrader's `Validator`, with an answer instead of an exit code of 0.
-- `engine` and `executor`: one submission graded; its notebook runs in a sandboxed kernel
-  (`session`, `sandbox`, `kernel`, `service`, `withheld`: the library without the graded
-  exercises) and its tests run here, in the grader (`trusted`, `remote`, `wire`: only data
-  crosses between the two).
+- here, the base every part uses: `course` (where the course lives, its config, its
+  assignments), `cells` (nbgrader's cells of a notebook), `limits`, `processes`, `late`,
+  `errors`, `contract`; and `cli`, the commands, which use every part;
+- `engine`: one submission graded, its notebook in a sandboxed kernel, its tests here;
+- `scale`: many submissions' jobs, in local worker processes or on a Dask cluster;
+- `grading`: intake, repair, the engine's results kept, reported and fed back; a class
+  (`classgrade`), a learner's own notebook (`selfgrade`);
+- `term`: the end of term (grades to the LMS, similar answers);
+- `hub`: the class's JupyterHub;
+- `authoring`: release, validation, mutants, the demo class, the notebooks' button.
 """
 
 from autograder.errors import CourseError

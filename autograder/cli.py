@@ -40,7 +40,7 @@ def _problems_of_environment() -> list[str]:
 def cmd_doctor(args) -> int:
     root = course.find_root()
     found = _problems_of_environment()
-    from autograder.notebooks import read_notebook
+    from autograder.cells import read_notebook
 
     for folder in (course.SOURCE_DIR, course.RELEASE_DIR):
         for path in sorted((root / folder).rglob("*.ipynb")):
@@ -50,7 +50,7 @@ def cmd_doctor(args) -> int:
                 read_notebook(path)
             except CourseError as error:
                 found.append(str(error))
-    from autograder import sandbox
+    from autograder.engine import sandbox
 
     ok, why = sandbox.available()
     if not ok:  # grading still works, unsandboxed: a note, not a problem
@@ -63,7 +63,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from autograder import release
+    from autograder.authoring import release
 
     root = course.find_root()
     if not args.check:
@@ -84,7 +84,7 @@ def cmd_release(args) -> int:
 
 def points_table(root: Path) -> list[tuple[str, str, float]]:
     """(assignment, exercise or 'total', points) rows for every solution notebook."""
-    from autograder.notebooks import exercises, notebook_points, read_notebook
+    from autograder.cells import exercises, notebook_points, read_notebook
 
     rows = []
     for name in course.assignments(root):
@@ -102,7 +102,7 @@ def cmd_points(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from autograder import validation
+    from autograder.authoring import validation
 
     root = course.find_root()
     results = validation.validate(Path(args.notebook).resolve(), root, invert=args.invert)
@@ -114,7 +114,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_mutants(args) -> int:
-    from autograder import mutants
+    from autograder.authoring import mutants
 
     root = course.find_root()
     verdicts = mutants.run(root, args.assignment, root / "tests" / "mutants" / args.assignment,
@@ -129,10 +129,10 @@ def cmd_mutants(args) -> int:
 
 
 def cmd_hub(args) -> int:
-    from autograder import hub
+    from autograder.hub import server
 
     root = course.find_root()
-    return hub.serve(Path(args.config) if args.config else root / "hub.toml", root,
+    return server.serve(Path(args.config) if args.config else root / "hub.toml", root,
                      log=lambda line: print(line, flush=True))
 
 
@@ -197,7 +197,7 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
 
 
 def _settings(args):
-    from autograder.classgrade import Settings
+    from autograder.grading.classgrade import Settings
     from autograder.limits import Limits
 
     return Settings(workers=args.workers, limits=Limits(
@@ -208,7 +208,7 @@ def _settings(args):
 
 
 def cmd_grade_class(args) -> int:
-    from autograder import classgrade
+    from autograder.grading import classgrade
 
     root = course.find_root()
     out = Path(args.out)
@@ -224,7 +224,8 @@ def cmd_grade_class(args) -> int:
 
 
 def cmd_grade_demo(args) -> int:
-    from autograder import classgrade, demo
+    from autograder.authoring import demo
+    from autograder.grading import classgrade
 
     root = course.find_root()
     out = Path(args.out)
@@ -248,7 +249,7 @@ def cmd_grade_demo(args) -> int:
 
 
 def cmd_grade_export(args) -> int:
-    from autograder import lms
+    from autograder.term import lms
 
     root = course.find_root()
     policy = None  # the course's late policy, unless a file's
@@ -264,7 +265,7 @@ def cmd_grade_export(args) -> int:
 
 
 def cmd_grade_similar(args) -> int:
-    from autograder import similarity
+    from autograder.term import similarity
 
     settings = similarity.Settings() if args.threshold is None else \
         similarity.Settings(threshold=args.threshold)
@@ -324,7 +325,7 @@ def grade_main(argv: list[str] | None = None) -> int:
             return cmd_grade_demo(args)
         if args.command == "export":
             return cmd_grade_export(args)
-        from autograder import selfgrade
+        from autograder.grading import selfgrade
 
         path = Path(args.notebook)
         print(f"Grading {path} with every test (about as long as running it) ...", flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -91,6 +92,16 @@ def assignments(root: Path) -> list[str]:
     source = root / SOURCE_DIR
     return sorted(p.name for p in source.iterdir()
                   if p.is_dir() and any(p.glob("*.ipynb")) and not p.name.startswith("."))
+
+
+def assignment_digest(root: Path, assignment: str) -> str:
+    """A digest of `assignment`'s source notebooks and the course's config: what its
+    generated release and its grades depend on."""
+    digest = hashlib.sha256()
+    for path in sorted((root / SOURCE_DIR / assignment).rglob("*.ipynb")):
+        digest.update(path.read_bytes())
+    digest.update((root / CONFIG_NAME).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def solution_notebooks(root: Path, assignment: str) -> list[Path]:

@@ -11,7 +11,7 @@ Set in the course's pyproject.toml (or a TOML file given to `course-grade class
     extensions = { "ada" = 2, "bob/01-autodiff" = 1 }   # days, per student or submission
 
 How late a submission is comes from nbgrader's gradebook (the due date set in the
-formgrader, the time the exchange gave the submission: `autograder.store.lateness`). The
+formgrader, the time the exchange gave the submission: `autograder.grading.store.lateness`). The
 due date moves by the student's extension ("student/assignment" wins over "student") and
 the grace period; a submission after it is late by the started days since it (a minute
 late is one day, 24 h 1 min two), `percent_per_day` each, at most `cap_percent`; one later than

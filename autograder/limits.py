@@ -1,8 +1,8 @@
 """What one submission's kernel may use: the one object every part of grading passes on.
 
 `course-grade class` and `self`, the local pool, Dask workers, nbgrader's executor
-(autograder.executor, through its `limits` setting) and the kernel's session
-(autograder.session) all read the same `Limits`.
+(autograder.engine.executor, through its `limits` setting) and the kernel's session
+(autograder.engine.session) all read the same `Limits`.
 """
 
 from __future__ import annotations

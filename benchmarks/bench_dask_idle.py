@@ -2,7 +2,7 @@
 course's settings (autograder/dask.yaml).
 
 Starts a real `dask scheduler` and --workers `dask worker --nthreads 1` processes on
-localhost (autograder.dask_local.LocalProcesses), once with Dask's own configuration and
+localhost (autograder.scale.dask_local.LocalProcesses), once with Dask's own configuration and
 once with DASK_CONFIG=autograder/dask.yaml, lets them idle, and reads the CPU time all of
 them used from /proc. Prints a table and writes JSON (benchmarks/results/dask-idle.json).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.dask_cluster import CONFIG  # noqa: E402
-from autograder.dask_local import LocalProcesses  # noqa: E402
+from autograder.scale.dask_cluster import CONFIG  # noqa: E402
+from autograder.scale.dask_local import LocalProcesses  # noqa: E402
 
 
 def cpu_seconds(pids: list[int]) -> float:

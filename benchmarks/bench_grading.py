@@ -4,7 +4,7 @@ Builds a class of --students students for each assignment (default: 01 to 03, 8 
 24 submissions: perfect, blank, partial and typical mistakes from tests/mutants), then
 times, in one run:
 
-- course-grade: `autograder.classgrade.grade_class` with --workers (default: every core),
+- course-grade: `autograder.grading.classgrade.grade_class` with --workers (default: every core),
   each kernel in the sandbox (bubblewrap);
 - course-grade --no-sandbox: the same, the kernels run plainly, for the sandbox's cost;
 - nbgrader: plain sequential `nbgrader autograde ASSIGNMENT` over the same submissions,
@@ -41,7 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import classgrade, course, demo, store  # noqa: E402
+from autograder import course  # noqa: E402
+from autograder.authoring import demo  # noqa: E402
+from autograder.grading import classgrade, store  # noqa: E402
 
 
 def build(folder: Path, assignments: list[str], students: int) -> int:
@@ -102,7 +104,7 @@ def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
                      out: str, repeat: int = 1, worker_counts=(2, 1)) -> None:
     """This machine's pool against a Dask cluster on this machine, 2 and 1 workers; with
     `repeat` > 1 the two take turns that many times and the medians are shown."""
-    from autograder.dask_local import LocalProcesses
+    from autograder.scale.dask_local import LocalProcesses
 
     walls: dict = {}
     runs = {}

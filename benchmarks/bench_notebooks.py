@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder import course  # noqa: E402
-from autograder.notebooks import exercises, read_notebook  # noqa: E402
+from autograder.cells import exercises, read_notebook  # noqa: E402
 
 LINK = re.compile(r"\]\((https?://[^)\s]+)\)|<(https?://[^>\s]+)>")
 READING_WORDS_PER_MINUTE = 200

@@ -1,6 +1,6 @@
 """Does `course-grade similar` find planted copies, and list nothing else?
 
-Builds the demo class of an assignment (autograder.demo: the submissions `course-grade
+Builds the demo class of an assignment (autograder.authoring.demo: the submissions `course-grade
 demo` grades, many of them with the solution's answers), adds students with honest
 variants (the ok_ mutants of tests/mutants/ and the correct answers written differently
 below) and planted copies of some of them and of the demo's typical mistakes (names
@@ -31,10 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import course, demo, similarity  # noqa: E402
+from autograder import course  # noqa: E402
+from autograder.authoring import demo  # noqa: E402
+from autograder.cells import grade_id, is_answer, read_notebook  # noqa: E402
 from autograder.errors import CourseError  # noqa: E402
-from autograder.notebooks import grade_id, is_answer, read_notebook  # noqa: E402
-from autograder.store import Result  # noqa: E402
+from autograder.grading.store import Result  # noqa: E402
+from autograder.term import similarity  # noqa: E402
 
 THRESHOLDS = (0.4, 0.5, 0.6, 0.7, 0.8)
 SOLUTION = "both hold the solution's answer"  # common to many: by design never listed

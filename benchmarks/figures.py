@@ -359,7 +359,7 @@ def requote(text: str, figures: dict[str, dict]) -> str:
 
 def rewrite(figures: dict[str, dict]) -> list[Path]:
     """Write every figure between its markers; returns the files that changed."""
-    from autograder.notebooks import read_notebook, write_notebook
+    from autograder.cells import read_notebook, write_notebook
 
     changed = []
     for path in quoting_files():

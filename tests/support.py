@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.notebooks import (
+from autograder.cells import (
     grade_id,
     nbgrader_meta,
     read_notebook,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.cells import read_notebook
 from autograder.errors import CourseError
-from autograder.notebooks import read_notebook
 from conftest import ROOT
 from sparse_embeddings import _env, data
 

@@ -59,7 +59,7 @@ def test_notebook_stats_benchmark_counts_each_notebook(tmp_path):
     """`benchmarks/bench_notebooks.py` (without --run): one row per notebook, counts that agree
     with the notebooks' own metadata, a printed table."""
     from autograder import course
-    from autograder.notebooks import exercises, read_notebook
+    from autograder.cells import exercises, read_notebook
 
     out = tmp_path / "notebooks.json"
     completed = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_notebooks.py"),

@@ -25,7 +25,7 @@ from support import (
     stop_lab,
 )
 
-from autograder.notebooks import exercise_of, grade_id, is_answer, is_test, read_notebook
+from autograder.cells import exercise_of, grade_id, is_answer, is_test, read_notebook
 from conftest import ROOT, SOLUTIONS, release_paths
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -16,20 +16,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import (
-    classgrade,
-    demo,
-    intake,
-    notebooks,
-    repair,
-    reports,
-    sandbox,
-    session,
-    store,
+from autograder.authoring import demo
+from autograder.cells import (
+    HIDDEN_MARKERS,
+    grade_id,
+    read_notebook,
+    release_imports,
+    release_names,
 )
+from autograder.engine import sandbox, session
 from autograder.errors import CourseError
+from autograder.grading import classgrade, intake, repair, reports, store
 from autograder.limits import Limits
-from autograder.notebooks import HIDDEN_MARKERS, grade_id, read_notebook
 from conftest import ROOT
 
 A = "01-autodiff"
@@ -138,7 +136,7 @@ def test_deleted_tests_are_put_back_after_their_answer(c01):
 
 
 def test_release_imports_are_the_setup_cells_imports():
-    imports = notebooks.release_imports(release_of())
+    imports = release_imports(release_of())
     assert "import numpy as np" in imports and "autograder" not in imports
 
 
@@ -321,5 +319,5 @@ def test_release_names_are_what_the_notebooks_own_cells_bind_at_top_level():
             "    after = 1\nrows = [k for k in range(3)]\nfor i in range(2):\n    total = i\n"
             "with open(__file__) as handle:\n    pass\nclass Box:\n    size = 2\n"
             "f = lambda arg: arg\n_private = 0\n(walrus := 5)")])
-    assert notebooks.release_names(nb) == ["Box", "after", "f", "handle", "helper", "i",
+    assert release_names(nb) == ["Box", "after", "f", "handle", "helper", "i",
                                            "rows", "total", "walrus"]

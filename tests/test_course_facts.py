@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import course, sandbox, withheld
+from autograder import course
+from autograder.engine import sandbox, withheld
 from autograder.errors import CourseError
 from conftest import ROOT
 

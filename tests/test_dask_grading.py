@@ -18,10 +18,11 @@ import psutil
 import pytest
 from support import free_port
 
-from autograder import classgrade, demo
-from autograder.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster
-from autograder.dask_local import LocalProcesses
+from autograder.authoring import demo
 from autograder.errors import CourseError
+from autograder.grading import classgrade
+from autograder.scale.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster
+from autograder.scale.dask_local import LocalProcesses
 from conftest import ROOT
 
 A1, A2 = "01-autodiff", "02-gather-gradients"

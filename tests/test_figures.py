@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autograder.notebooks import read_notebook
+from autograder.cells import read_notebook
 from conftest import ROOT, release_paths, solution_paths
 
 spec = importlib.util.spec_from_file_location("figures", ROOT / "benchmarks" / "figures.py")

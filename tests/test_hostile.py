@@ -16,9 +16,11 @@ import hostile
 import psutil
 import pytest
 
-from autograder import classgrade, course, engine, reports, sandbox, selfgrade
+from autograder import course
+from autograder.cells import read_notebook
+from autograder.engine import sandbox, submission
+from autograder.grading import classgrade, reports, selfgrade
 from autograder.limits import Limits
-from autograder.notebooks import read_notebook
 from conftest import ROOT, SOLUTIONS
 
 pytestmark = pytest.mark.slow
@@ -35,7 +37,7 @@ def ours(process) -> bool:
         line = " ".join(process.cmdline())
     except psutil.Error:
         return False
-    return ("autograder.kernel" in line or line.startswith("bwrap") or
+    return ("autograder.engine.kernel" in line or line.startswith("bwrap") or
             line == f"sleep {hostile.SLEEPER}")
 
 
@@ -49,7 +51,7 @@ def hidden_fragments() -> list[str]:
                       if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
     fragments = []
     for cell in solution.cells:
-        for block in engine.hidden_parts(cell.source):
+        for block in submission.hidden_parts(cell.source):
             fragments += [line.strip() for line in block.splitlines()
                           if len(line.strip()) >= 30 and line.strip() not in seen]
     assert len(fragments) > 10
@@ -75,13 +77,13 @@ def graded(tmp_path_factory):
     def self_grade(student):
         path = tmp / "submitted" / student / hostile.A / "autodiff.ipynb"
         assignment, exercise_reports, seconds, notes = selfgrade.grade(
-            path, ROOT, settings=engine.Settings(Limits(**LIMITS)))
+            path, ROOT, settings=submission.Settings(Limits(**LIMITS)))
         text = selfgrade.format_report(path, assignment, exercise_reports, seconds, notes)
         return student, ({r.name: r.score for r in exercise_reports if not r.manual}, text)
 
     try:
         selfgrade.grade(tmp / "submitted" / "perfect" / hostile.A / "autodiff.ipynb", ROOT,
-                        settings=engine.Settings(Limits(**LIMITS)))  # fills the cache once
+                        settings=submission.Settings(Limits(**LIMITS)))  # fills the cache once
         with ThreadPoolExecutor(2) as pool:
             selves = dict(pool.map(self_grade, sorted(set(SELF_GRADED) & set(expected))))
     finally:
@@ -127,7 +129,7 @@ def hidden_only_names() -> list[str]:
         ROOT / "notebooks" / hostile.A / "autodiff.ipynb").cells)
     names = set()
     for cell in solution.cells:
-        for block in engine.hidden_parts(cell.source):
+        for block in submission.hidden_parts(cell.source):
             for node in ast.walk(ast.parse(block)):
                 if isinstance(node, ast.Name) and len(node.id) > 3:
                     names.add(node.id)

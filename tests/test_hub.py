@@ -36,10 +36,7 @@ from pathlib import Path
 import pytest
 from support import filled_notebook, free_port, slug
 
-from autograder import engine, hub, hub_setup
-from autograder.errors import CourseError
-from autograder.hub_setup import home
-from autograder.notebooks import (
+from autograder.cells import (
     grade_id,
     is_answer,
     is_manual,
@@ -47,6 +44,10 @@ from autograder.notebooks import (
     read_notebook,
     write_notebook,
 )
+from autograder.engine import submission
+from autograder.errors import CourseError
+from autograder.hub import server, setup
+from autograder.hub.setup import home
 from conftest import ROOT, SOLUTIONS
 
 ARTIFACTS = ROOT / "test-artifacts" / "hub"
@@ -79,12 +80,12 @@ def write_config(where: Path, **changes) -> Path:
 ])
 def test_hub_config_mistakes_are_named(tmp_path, change, words):
     with pytest.raises(CourseError, match=words):
-        hub_setup.load(write_config(tmp_path, **change))
+        setup.load(write_config(tmp_path, **change))
 
 
 def test_hub_config_accounts_and_passwords_are_checked(tmp_path):
     path = write_config(tmp_path)
-    config = hub_setup.load(path)
+    config = setup.load(path)
     assert config.passwords == PASSWORDS and config.instructor == TEACHER
     text = path.read_text()
     for bad, words in [(text.replace(PASSWORDS[ADA], "short"), "at least 8"),
@@ -94,29 +95,29 @@ def test_hub_config_accounts_and_passwords_are_checked(tmp_path):
                        (text + "[[broken", "not valid TOML")]:
         path.write_text(bad)
         with pytest.raises(CourseError, match=re.escape(words)):
-            hub_setup.load(path)
+            setup.load(path)
     with pytest.raises(CourseError, match="No hub config"):
-        hub_setup.load(tmp_path / "missing.toml")
+        setup.load(tmp_path / "missing.toml")
 
 
 def test_a_closed_folder_on_the_way_to_the_course_is_named(tmp_path):
     closed = tmp_path / "closed"
     (closed / "course").mkdir(parents=True)
     closed.chmod(0o700)
-    assert closed in hub_setup.closed_folders(closed / "course")
+    assert closed in setup.closed_folders(closed / "course")
     with pytest.raises(CourseError, match=f"cannot enter .*{closed}.*chmod o\\+x"):
-        hub_setup._check_readable(closed / "course")
+        setup._check_readable(closed / "course")
 
 
 def test_the_course_hub_toml_is_valid():
-    config = hub_setup.load(ROOT / "hub.toml")
+    config = setup.load(ROOT / "hub.toml")
     assert config.url == "http://127.0.0.1:8000" and len(config.students) >= 2
 
 
 # --- the whole loop in a browser -----------------------------------------------------------
 
 def remove_accounts() -> None:
-    hub._end_processes_of(PASSWORDS)
+    server._end_processes_of(PASSWORDS)
     for name in PASSWORDS:
         subprocess.run(["userdel", "--remove", name], capture_output=True)
 
@@ -130,17 +131,17 @@ def class_hub():
     remove_accounts()  # from a run that was killed
     folder = Path(tempfile.mkdtemp(prefix="course-hub-test-"))
     folder.chmod(0o755)
-    config = hub_setup.load(write_config(folder))
+    config = setup.load(write_config(folder))
     # The accounts run the course's Python; where it lies under a closed folder (pyenv in
     # /root on the course machines), the test lets them in, as `make class` asks, and
     # closes it again afterwards.
-    closed = {path: path.stat().st_mode for path in hub_setup.closed_folders(ROOT)}
+    closed = {path: path.stat().st_mode for path in setup.closed_folders(ROOT)}
     for path in closed:
         path.chmod(closed[path] | 0o001)
     state = {"config": config, "folder": folder}
     try:
-        hub_setup.setup(config, ROOT, log=print)
-        state["hub"] = hub.Hub(config, ROOT)
+        setup.setup(config, ROOT, log=print)
+        state["hub"] = server.Hub(config, ROOT)
         yield state
     finally:
         if "hub" in state:
@@ -169,7 +170,7 @@ class Person:
 
     step = 0
 
-    def __init__(self, browser, config: hub_setup.HubConfig, name: str):
+    def __init__(self, browser, config: setup.HubConfig, name: str):
         self.config, self.name = config, name
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
         self.page = self.context.new_page()
@@ -298,7 +299,7 @@ def hidden_fragments(assignment: str) -> list[str]:
         ROOT / "notebooks" / assignment / NB[assignment]).cells)
     fragments = []
     for cell in read_notebook(SOLUTIONS / assignment / NB[assignment]).cells:
-        for block in engine.hidden_parts(cell.source):
+        for block in submission.hidden_parts(cell.source):
             fragments += [line.strip() for line in block.splitlines()
                           if len(line.strip()) >= 30 and line.strip() not in seen]
     assert fragments
@@ -342,7 +343,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
             assert ("Success" in said) == full, said
             person.assignments_tab()
             person.press("fetched", assignment, "Submit", then="submitted")
-    inbound = config.exchange / hub_setup.course_id(ROOT) / "inbound"
+    inbound = config.exchange / setup.course_id(ROOT) / "inbound"
     assert len([p for p in inbound.iterdir() if p.name.startswith(ADA)]) == 3
 
     # permissions: nobody reads another's work, the inbound or the instructor's files
@@ -355,7 +356,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     for person in people.values():
         person.close()
     class_hub["hub"].stop()
-    class_hub["hub"] = hub.Hub(config, ROOT)
+    class_hub["hub"] = server.Hub(config, ROOT)
 
     # the instructor: collect, autograde with the course's grader, grade by hand, feedback
     teacher = Person(browser, config, TEACHER)
@@ -368,7 +369,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     loaded = as_user(TEACHER, "env", f"HOME={home(TEACHER)}", sys.executable, "-c",
                      "from nbgrader.apps.baseapp import NbGrader; a = NbGrader(); "
                      "a.load_config_file(); print(a.config.Autograde.autograde_preprocessors)")
-    assert "autograder.executor.SandboxedExecute" in loaded.stdout, loaded.stderr[-2000:]
+    assert "autograder.engine.executor.SandboxedExecute" in loaded.stdout, loaded.stderr[-2000:]
     page = teacher.page
     page.goto(teacher.url("lab?reset"))  # a fresh workspace opens on the Launcher
     page.click(".jp-LauncherCard[title='Start a new terminal session']")
@@ -504,4 +505,4 @@ def test_the_course_hub_command_starts_and_stops_cleanly(class_hub):
     assert process.returncode == 0, said[-3000:]
     assert f"The class hub is at {config.url}" in said and "The class hub stopped" in said
     assert not _processes(), _processes()
-    assert hub_setup.load(config.path).students  # the config it was given is still there
+    assert setup.load(config.path).students  # the config it was given is still there

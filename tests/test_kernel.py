@@ -1,6 +1,7 @@
 """The grading kernel on a live sandboxed kernel: it answers the grader's requests with data
-(autograder.service, autograder.remote), tests run in the grader (autograder.trusted), a
-cell's deadline holds whatever it prints, and the sandbox hides the machine."""
+(autograder.engine.service, autograder.engine.remote), tests run in the grader
+(autograder.engine.trusted), a cell's deadline holds whatever it prints, and the sandbox hides
+the machine."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from autograder import sandbox, trusted
+from autograder.engine import sandbox, trusted
+from autograder.engine.remote import Bridge, KernelDied, RemoteError
+from autograder.engine.session import KernelSession
 from autograder.limits import Limits
-from autograder.remote import Bridge, KernelDied, RemoteError
-from autograder.session import KernelSession
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -161,7 +162,7 @@ def test_a_kernel_that_answers_nonsense_costs_only_its_own_request(kernel):
     session = KernelSession(Limits(cell_timeout=20), use_sandbox=True)
     session.start()
     try:
-        session.run("import autograder.service as s\n"
+        session.run("import autograder.engine.service as s\n"
                     "s.Service.handle_request = lambda self, text: {'ok': 'x' * 120_000_000}")
         started = time.monotonic()
         with pytest.raises(RemoteError, match="did not answer"):

@@ -8,9 +8,10 @@ import shutil
 
 import pytest
 
-from autograder import classgrade, cli, course, late, reports
+from autograder import cli, course, late
+from autograder.cells import grade_id, read_notebook
 from autograder.errors import CourseError
-from autograder.notebooks import grade_id, read_notebook
+from autograder.grading import classgrade, reports
 from conftest import ROOT
 
 A = "01-autodiff"

@@ -1,5 +1,7 @@
-"""The grader's modules depend one way, along a submission's flow: a module imports only
-modules of its own layer or of the layers before it (function-level imports included)."""
+"""The grader's packages follow a submission's flow and depend one way: a module imports
+only modules of its own package or of the packages before it (function-level imports
+included). The modules at the top of `autograder/` are the base every package uses, but
+for the commands (`cli`, `__main__`), which use them all."""
 
 from __future__ import annotations
 
@@ -7,49 +9,99 @@ import ast
 
 from conftest import ROOT
 
-# each layer may use the ones above it in this list, never the ones below
-LAYERS = {
-    "base": ["errors", "limits", "processes", "notebooks", "late", "course", "wire",
-             "sandbox", "contract"],
-    "engine": ["service", "kernel", "session", "remote", "trusted", "withheld", "executor",
-               "engine", "runner"],
-    "grading": ["intake", "repair", "store", "reports", "feedback", "grading", "selfgrade"],
-    "scale": ["dask_cluster", "dask_local"],
-    "class": ["classgrade", "lms", "similarity"],
-    "authoring": ["release", "validation", "mutants", "demo", "hub_setup", "hub", "button", "cli",
-                  "__main__", "__init__"],
-}
+GRADER = ROOT / "autograder"
+# each layer may use the ones before it in this list, never the ones after it; two
+# packages of one layer may not use each other
+LAYERS = [
+    ["base"],  # autograder/*.py: course, cells, limits, processes, late, errors, contract
+    ["engine"],  # one submission graded
+    ["scale"],  # many submissions' jobs: local processes, a Dask cluster
+    ["grading"],  # intake, repair, results kept and reported; a class, a learner
+    ["term"],  # the end of term: the LMS, similar answers
+    ["hub", "authoring"],  # the class's JupyterHub; writing the course
+    ["cli"],  # the commands
+]
+COMMANDS = {"cli", "__main__"}  # top-level modules of the "cli" layer, not of the base
+RANK = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+
+
+def package_of(dotted: str) -> str:
+    """The package of a module or name under `autograder` ("autograder.engine.kernel")."""
+    parts = dotted.split(".")[1:]
+    if not parts:
+        return "base"
+    if (GRADER / parts[0]).is_dir():
+        return parts[0]
+    return "cli" if parts[0] in COMMANDS else "base"
+
+
+def module_name(path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported(path) -> list[tuple[str, int]]:
+    """(dotted name under autograder, line) of every import in `path`, at any depth."""
+    here = module_name(path).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]  # the package a relative import starts from
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autograder"):
-            names = [a.name for a in node.names] if node.module == "autograder" else \
-                [node.module.split(".")[1]]
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                module = ".".join(here[:len(here) - node.level + 1] + ([module] if module
+                                                                        else []))
+            if module.split(".")[0] == "autograder":
+                found += [(f"{module}.{a.name}", node.lineno) for a in node.names]
         elif isinstance(node, ast.Import):
-            names = [a.name.split(".")[1] for a in node.names
-                     if a.name.startswith("autograder.")]
-        else:
-            continue
-        found += [(name, node.lineno) for name in names]
+            found += [(a.name, node.lineno) for a in node.names
+                      if a.name.split(".")[0] == "autograder"]
     return found
 
 
-def test_every_module_has_a_layer():
-    modules = {p.stem for p in (ROOT / "autograder").glob("*.py")}
-    placed = [m for layer in LAYERS.values() for m in layer]
-    assert sorted(modules - set(placed)) == [], "put each new module in a layer of LAYERS"
-    assert len(placed) == len(set(placed))
+def modules():
+    return sorted(p for p in GRADER.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_is_in_a_known_package():
+    folders = sorted(p.name for p in GRADER.iterdir()
+                     if p.is_dir() and p.name != "__pycache__")
+    assert folders == sorted(p for p in RANK if p not in ("base", "cli")), \
+        "put each new package of autograder/ in a layer of LAYERS"
+    for path in modules():
+        depth = len(path.relative_to(GRADER).parts)
+        assert depth <= 2, f"{path}: a package of autograder/ holds modules, not packages"
+        assert (path.parent / "__init__.py").is_file(), path
+    for folder in folders:
+        init = GRADER / folder / "__init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text())), \
+            f"{init}: say which part of a submission's flow the package is"
 
 
 def test_imports_go_one_way():
-    rank = {m: i for i, layer in enumerate(LAYERS.values()) for m in layer}
-    names = list(LAYERS)
+    names = {rank: "/".join(layer) for rank, layer in enumerate(LAYERS)}
     wrong = []
-    for path in sorted((ROOT / "autograder").glob("*.py")):
+    for path in modules():
+        own = package_of(module_name(path))
         for name, line in imported(path):
-            if name in rank and rank[name] > rank.get(path.stem, -1):
-                wrong.append(f"autograder/{path.name}:{line} ({names[rank[path.stem]]}) "
-                             f"imports {name} ({names[rank[name]]})")
+            used = package_of(name)
+            if used != own and RANK[used] >= RANK[own]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} ({own}, layer "
+                             f"{names[RANK[own]]}) imports {name} ({used})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_check_sees_what_it_must():
+    """The rule at work on names the grader uses: engine code may not import grading,
+    the base may not import the engine, hub and authoring may not import each other."""
+    assert package_of("autograder") == package_of("autograder.course.find_root") == "base"
+    assert package_of("autograder.cli") == package_of("autograder.__main__") == "cli"
+    assert package_of("autograder.engine.kernel") == "engine"
+    assert RANK["base"] < RANK["engine"] < RANK["scale"] < RANK["grading"] < RANK["term"]
+    assert RANK["hub"] == RANK["authoring"] < RANK["cli"]
+    submission = GRADER / "engine" / "submission.py"
+    assert ("autograder.engine.executor.FINDINGS" in
+            [name for name, _ in imported(submission)])  # a top-level import
+    assert ("autograder.engine.executor.facts_of" in
+            [name for name, _ in imported(submission)])  # one inside a function

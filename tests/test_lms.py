@@ -1,5 +1,5 @@
 """`course-grade export`: the class's results as the CSV Canvas's gradebook import takes
-(autograder.lms), from results kept the way class grading keeps them. Fast: no kernel."""
+(autograder.term.lms), from results kept the way class grading keeps them. Fast: no kernel."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import zipfile
 
 import pytest
 
-from autograder import cli, lms, store
+from autograder import cli
+from autograder.cells import read_notebook
 from autograder.errors import CourseError
-from autograder.intake import canvas_user_id
-from autograder.notebooks import read_notebook
+from autograder.grading import store
+from autograder.grading.intake import canvas_user_id
+from autograder.term import lms
 from conftest import ROOT
 
 A, NB = "01-autodiff", "autodiff.ipynb"
@@ -204,7 +206,7 @@ def test_the_score_that_counts_is_after_the_late_policy(graded, capsys, monkeypa
 
 
 def test_two_canvas_students_of_one_name_are_warned_of_at_intake(tmp_path):
-    from autograder import intake
+    from autograder.grading import intake
 
     archive = tmp_path / "download.zip"
     with zipfile.ZipFile(archive, "w") as z:  # Canvas names the files by name: both smithal

@@ -6,8 +6,9 @@ import functools
 
 import pytest
 
-from autograder import classgrade, course, grading, mutants, reports
-from autograder.notebooks import (
+from autograder import course
+from autograder.authoring import mutants
+from autograder.cells import (
     exercises,
     grade_id,
     is_answer,
@@ -15,6 +16,7 @@ from autograder.notebooks import (
     strip_solution_markers,
     write_notebook,
 )
+from autograder.grading import autograde, classgrade, reports
 from conftest import MUTANTS, ROOT, assignments, solution_paths
 from sparse_embeddings.mirrors import MIRRORS
 
@@ -124,7 +126,7 @@ def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, t
     for cell in partial.cells:
         if is_answer(cell) and grade_id(cell) in answers:
             cell.source = answers[grade_id(cell)]
-    by_self = grading.autograde(ROOT, assignment, {"partial": {solution_path.name: partial}},
+    by_self = autograde.autograde(ROOT, assignment, {"partial": {solution_path.name: partial}},
                                 workers=1, log=lambda *_: None)["partial"][solution_path.name]
     built["partial"] = partial
     for student, nb in built.items():
@@ -149,7 +151,7 @@ def hidden_hints(assignment) -> list[str]:
     block), each found nowhere in the release."""
     import ast
 
-    from autograder.notebooks import HIDDEN_MARKERS, is_test
+    from autograder.cells import HIDDEN_MARKERS, is_test
 
     solution = read_notebook(course.solution_notebooks(ROOT, assignment)[0])
     release = "\n".join(c.source for c in read_notebook(

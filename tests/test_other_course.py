@@ -13,7 +13,7 @@ from pathlib import Path
 import nbgrader
 import pytest
 
-from autograder.notebooks import nbgrader_meta, read_notebook
+from autograder.cells import nbgrader_meta, read_notebook
 
 DOCS = Path(nbgrader.__file__).parent / "docs" / "source" / "user_guide"
 STUDENTS = ("bitdiddle", "hacker")

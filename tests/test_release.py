@@ -4,8 +4,9 @@ import ast
 
 import pytest
 
-from autograder import contract, release
-from autograder.notebooks import (
+from autograder import contract
+from autograder.authoring import release
+from autograder.cells import (
     HIDDEN_MARKERS,
     SOLUTION_MARKERS,
     defined_names,

@@ -1,10 +1,10 @@
-"""autograder.runner: what every runner does with what comes back (the local pool and
+"""autograder.scale.runner: what every runner does with what comes back (the local pool and
 Dask both go through Runner.run)."""
 
 from __future__ import annotations
 
-from autograder import runner
 from autograder.errors import CourseError
+from autograder.scale import runner
 
 
 class Scripted(runner.Runner):

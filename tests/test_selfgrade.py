@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
-from autograder import mutants, selfgrade
+from autograder.authoring import mutants
+from autograder.cells import read_notebook
 from autograder.errors import CourseError
-from autograder.notebooks import read_notebook
+from autograder.grading import selfgrade
 from conftest import MUTANTS, RELEASE, ROOT, SOLUTIONS
 
 NAME = "autodiff.ipynb"
@@ -169,7 +170,7 @@ def test_every_notebook_ends_with_the_grade_button(path):
 
 @pytest.mark.slow
 def test_without_a_sandbox_self_grading_warns_and_grades(tmp_path, monkeypatch):
-    from autograder import sandbox
+    from autograder.engine import sandbox
 
     monkeypatch.setattr(sandbox, "available", lambda: (False, "bubblewrap is not installed"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -83,7 +83,7 @@ def test_readme_lists_each_notebooks_points():
 
 
 def test_nbgrader_config_sets_what_the_course_relies_on():
-    from autograder.validation import course_config
+    from autograder.authoring.validation import course_config
 
     config = course_config(ROOT)
     assert config.CourseDirectory.source_directory == "solutions"

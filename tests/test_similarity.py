@@ -14,16 +14,16 @@ from dataclasses import asdict
 
 import pytest
 
-from autograder import similarity
-from autograder.cli import grade_main
-from autograder.notebooks import (
+from autograder.cells import (
     grade_id,
     is_answer,
     read_notebook,
     strip_solution_markers,
     write_notebook,
 )
-from autograder.store import Result
+from autograder.cli import grade_main
+from autograder.grading.store import Result
+from autograder.term import similarity
 from conftest import MUTANTS, RELEASE, ROOT, SOLUTIONS
 
 A, NB = "01-autodiff", "autodiff.ipynb"

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from autograder import validation
+from autograder.authoring import validation
 from conftest import ROOT, release_paths, solution_paths
 
 

@@ -1,4 +1,4 @@
-"""What crosses between the grader and the kernel (autograder.wire): data kept exactly,
+"""What crosses between the grader and the kernel (autograder.engine.wire): data kept exactly,
 anything else refused; nothing sent is unpickled or run."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from autograder import wire
+from autograder.engine import wire
 
 
 class Plain(wire.Table):

@@ -1,0 +1,110 @@
+"""The sandbox a student's kernel runs in: Debian's bubblewrap (unprivileged namespaces).
+
+Inside it the kernel sees the system's programs and libraries read-only, the course's
+Python environment and its two packages read-only, and nothing else of the machine: no
+network (a network namespace of its own, loopback only), no /root or /home, no checkout
+(solutions, tests, gradebooks), no other student's files. Its one writable place is a
+private tmpfs of `scratch_mb` MB that is its home and working folder; /tmp is another small
+tmpfs. It has its own process tree (PID namespace): it cannot see or signal the grader's
+processes, and when the kernel ends, everything it started ends with it. Its user is
+`student` (uid 1000) in a user namespace, without capabilities.
+
+The memory limit, the process count and the wall-clock limits are kept from outside by
+autograder.engine.session; the CPU-time limit is RLIMIT_CPU, set by the kernel at start.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HOME = "/home/student"
+FONT_CACHE = "/opt/course-grade/matplotlib"  # the grader's font cache, read-only
+ETC_FILES = ("hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ld.so.conf",
+             "ld.so.conf.d", "localtime", "ssl", "ca-certificates", "fonts", "alternatives",
+             "mime.types", "os-release")
+
+
+def bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> tuple[bool, str]:
+    """(True, "") where a sandbox can be had here; else (False, why, in one sentence)."""
+    if not sys.platform.startswith("linux"):
+        return False, f"the sandbox needs Linux namespaces (this is {sys.platform})"
+    program = bwrap()
+    if program is None:
+        return False, ("bubblewrap is not installed (Debian/Ubuntu: `apt-get install "
+                       "bubblewrap`)")
+    probe = subprocess.run([program, "--unshare-all", "--unshare-user", "--die-with-parent",
+                            "--ro-bind", "/", "/", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        return False, f"bubblewrap cannot create namespaces here ({reason})"
+    return True, ""
+
+
+def _package_dirs() -> dict[str, str]:
+    """The grader's package and the course's library (pyproject.toml), name -> folder
+    (found, not imported: the library imports TensorFlow)."""
+    import importlib.util
+
+    from autograder import course
+
+    found = {}
+    for name in filter(None, ("autograder", course.facts().library)):
+        spec = importlib.util.find_spec(name)
+        found[name] = str(Path(spec.origin).resolve().parent)
+    return found
+
+
+def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
+            fonts: str = "", library: Path | None = None) -> list[str]:
+    """The bwrap command line that runs the rest of the command in the sandbox.
+
+    `runtime` (the kernel's connection file and sockets) is the one host folder bound
+    writable (the kernel gives up writing there once its sockets are bound:
+    autograder.engine.kernel); `env` is the kernel's whole environment; `fonts`, the grader's
+    matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
+    place of the course library (a copy without the graded notebook's answers).
+    """
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
+            "--hostname", "grading", "--die-with-parent", "--new-session",
+            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm",
+            "--size", str(64 * 2**20), "--tmpfs", "/tmp"]
+    for name in ("bin", "lib", "lib64", "lib32", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    (runtime / "passwd").write_text(f"student:x:1000:1000:student:{HOME}:/bin/sh\n")
+    (runtime / "group").write_text("student:x:1000:\n")
+    args += ["--ro-bind", str(runtime / "passwd"), "/etc/passwd",
+             "--ro-bind", str(runtime / "group"), "/etc/group"]
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    for prefix in sorted(prefixes):
+        if not prefix.startswith("/usr"):
+            args += ["--ro-bind", prefix, prefix]
+    if sys.prefix != os.path.realpath(sys.prefix):
+        args += ["--ro-bind", os.path.realpath(sys.prefix), sys.prefix]
+    for name, folder in _package_dirs().items():
+        shown = str(library) if library is not None and name != "autograder" else folder
+        args += ["--ro-bind", shown, folder]
+    if fonts:
+        args += ["--ro-bind-try", fonts, FONT_CACHE]
+    args += ["--bind", str(runtime), str(runtime),
+             "--size", str(scratch_mb * 2**20), "--tmpfs", HOME, "--chdir", HOME,
+             "--remount-ro", "/", "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return [*args, "--"]

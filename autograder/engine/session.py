@@ -1,0 +1,426 @@
+"""One grading kernel, started in the sandbox and watched from outside.
+
+`KernelSession` starts `autograder.engine.kernel` (in bubblewrap, or plainly with `sandbox=False`),
+talks to it over Unix sockets in a private runtime folder (the sandbox has no network),
+runs one cell at a time with a wall-clock limit, caps each cell's output, and stops the
+kernel, with everything it started, when it passes the memory or process limit.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import psutil
+import zmq
+from jupyter_client import KernelManager
+
+from autograder import course, processes
+from autograder.engine import sandbox
+from autograder.limits import Limits
+
+# Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
+THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
+RUNTIME_PARENT = "/var/tmp"
+RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MAX_MESSAGE = 32 * 2**20  # bytes of one message from the kernel
+INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
+WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
+
+
+@dataclass
+class CellRun:
+    outputs: list = field(default_factory=list)
+    status: str = "ok"  # ok, error, timeout, died
+    reply: dict = field(default_factory=dict)
+    truncated: bool = False
+    reason: str = ""  # why the kernel died
+    hidden: bool = False  # a test cell (run by the grader) that failed in a hidden block
+
+
+class _Manager(KernelManager):
+    wrapper: list = []
+    python: str = sys.executable
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        return [*self.wrapper, self.python, "-m", "autograder.engine.kernel", "-f",
+                self.connection_file]
+
+
+def _output_size(out) -> int:
+    if out.get("output_type") == "stream":
+        return len(out.get("text", ""))
+    return len(str(out.get("data", ""))) + len(str(out.get("traceback", "")))
+
+
+class KernelSession:
+    def __init__(self, limits: Limits, use_sandbox: bool = True, library=None):
+        self.limits = limits
+        self.use_sandbox = use_sandbox
+        self.library = library  # the library the kernel sees (autograder.engine.withheld)
+        self.km = None
+        self.kc = None
+        self.runtime = None
+        self.killed_for = None
+        self._stop_watch = threading.Event()
+
+    # -- start and stop ------------------------------------------------------------------
+    def start(self) -> None:
+        # short (socket paths < 108 B), and outside the sandbox's writable /tmp and /home,
+        # so that the kernel's Landlock rules leave it read-only to the kernel
+        facts = course.facts()
+        parent = RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
+        self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=parent))
+        os.chmod(self.runtime, 0o700)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+               "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
+               "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
+               # as nbgrader's own executor says: notebooks train briefly when graded
+               "NBGRADER_EXECUTION": "autograde",
+               "COURSE_GRADE_CPU_SECONDS": str(self.limits.cpu_seconds),
+               # what the course's pyproject.toml says the kernel loads and observes
+               "COURSE_GRADE_PRELOAD": ",".join(facts.preload),
+               "COURSE_GRADE_OBSERVATIONS": facts.observations or ""}
+        for name in THREAD_VARIABLES:
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+            elif self.limits.kernel_threads:
+                env[name] = str(self.limits.kernel_threads)
+        if self.use_sandbox:
+            fonts = _matplotlib_cache()
+            env.update(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
+                       COURSE_GRADE_SANDBOXED="1",
+                       COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
+            wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts,
+                                      library=self.library)
+            cwd = "/"
+        else:
+            scratch = self.runtime / "home"
+            scratch.mkdir()
+            env.update(HOME=str(scratch), MPLCONFIGDIR=str(scratch / ".matplotlib"),
+                       COURSE_GRADE_MPL_CACHE=_matplotlib_cache())
+            if self.library is not None:  # the library without the graded exercises first
+                env["PYTHONPATH"] = str(Path(self.library).parent)
+            wrapper = []
+            cwd = str(scratch)
+        km = _Manager(transport="ipc", ip=str(self.runtime / "k"),
+                      connection_file=str(self.runtime / "conn.json"))
+        km.wrapper = wrapper
+        # the kernel's own start-up chatter (not cell output) is dropped
+        km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.km = km
+        self.kc = km.client()
+        _limit_messages(self.kc, MAX_MESSAGE)
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=120)
+        except RuntimeError:
+            self.stop()
+            raise
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop_watch.set()
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            self._kill_tree(wait=False)
+            try:
+                self.km.cleanup_resources()
+            except Exception:  # noqa: BLE001 - best effort on a dead kernel
+                pass
+        if self.runtime is not None:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+        self.km = self.kc = None
+
+    def _process(self):
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        try:
+            return psutil.Process(process.pid) if process else None
+        except psutil.Error:
+            return None
+
+    def _pids(self) -> list[int]:
+        """The kernel's process tree: bubblewrap (or the kernel) first."""
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is None or not os.path.exists(f"/proc/{process.pid}"):
+            return []
+        return [process.pid, *processes.descendants(process.pid)]
+
+    def _tree(self) -> list:
+        pids = self._pids()
+        return processes.tree(pids[0]) if pids else []
+
+    def _kill_tree(self, wait: bool = True) -> None:
+        """SIGKILL to the kernel and all it started; without `wait`, the grader goes on
+        while they finish dying."""
+        processes.end(self._tree(), background=not wait)
+
+    def alive(self) -> bool:
+        top = self._process()
+        return top is not None and top.is_running() and top.status() != psutil.STATUS_ZOMBIE
+
+    def _over_limits(self, pids: list[int] | None = None) -> str | None:
+        """Why the kernel's process tree (`pids`: all of it) must be stopped now, or None."""
+        tree = self._pids() if pids is None else pids
+        used = sum(map(_resident_bytes, tree))
+        if used > self.limits.memory_mb * 2**20:
+            return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
+                    "stopped")
+        if self.use_sandbox and _folder_bytes(self.runtime) > RUNTIME_QUOTA:
+            return (f"the kernel wrote more than {RUNTIME_QUOTA >> 20} MB into its runtime "
+                    "folder and was stopped")
+        if len(tree) > self.limits.max_processes:
+            return (f"the kernel started more than {self.limits.max_processes} processes and "
+                    "was stopped")
+        return None
+
+    def _watch(self) -> None:
+        while not self._stop_watch.wait(WATCH_INTERVAL):
+            pids = self._pids()
+            if not pids:
+                return
+            reason = self._over_limits(pids)
+            if reason:
+                self.killed_for = reason
+                self._kill_tree()
+                return
+
+    def interrupt(self) -> None:
+        """SIGINT to the kernel itself (not to bubblewrap, whose death ends the sandbox)."""
+        for process in self._tree():
+            try:
+                if any("autograder.engine.kernel" == part for part in process.cmdline()) and \
+                        not process.name().startswith("bwrap"):
+                    process.send_signal(signal.SIGINT)
+            except psutil.Error:
+                pass
+
+    # -- one cell ------------------------------------------------------------------------
+    def run(self, code: str, timeout: float | None = None) -> CellRun:
+        """Run a cell of the notebook; its outputs, capped, and how it ended."""
+        return self.execute(code, timeout or self.limits.timeout)
+
+    def execute(self, code: str, timeout: float, on_input=None) -> CellRun:
+        """Send `code` to the kernel and wait, at most `timeout` seconds whatever it
+        prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
+        requests (the grader's callbacks); without it the kernel gets none."""
+        result = CellRun()
+        try:
+            msg_id = self.kc.execute(code, store_history=on_input is None,
+                                     allow_stdin=on_input is not None, stop_on_error=False)
+        except zmq.ZMQError:
+            return self._broken(result)
+        deadline = time.monotonic() + timeout
+        interrupted_at = None
+        cap = self.limits.max_output_kb * 1024
+        used = 0
+        idle = False
+        iopub, stdin = self.kc.iopub_channel.socket, self.kc.stdin_channel.socket
+        poller = zmq.Poller()
+        poller.register(iopub, zmq.POLLIN)
+        if on_input is not None:
+            poller.register(stdin, zmq.POLLIN)
+        while not idle:
+            now = time.monotonic()
+            # the deadline holds however much or little the cell prints
+            if interrupted_at is None and now > deadline:
+                interrupted_at = now
+                self.interrupt()
+            elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
+                self._kill_tree()
+                result.status = "died"
+                result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
+                                 "stop when interrupted; the kernel was stopped")
+                return result
+            # one wait for either socket: a callback's input request is answered at once
+            ready = dict(poller.poll(50))
+            if on_input is not None and stdin in ready:
+                try:
+                    self._answer_input(msg_id, on_input)
+                except zmq.ZMQError:
+                    return self._broken(result)
+                continue
+            try:
+                if iopub not in ready:
+                    raise queue.Empty
+                msg = self.kc.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                if not self.alive():
+                    result.status = "died"
+                    result.reason = self.killed_for or ("the kernel died (os._exit, a crash, "
+                                                        "or the process was killed)")
+                    return result
+                continue
+            out = _output(msg, msg_id)  # None: not this cell's, or not a well-formed output
+            if out == "idle":
+                idle = True
+                continue
+            if out == "clear":
+                result.outputs = []
+                continue
+            if out is None:
+                continue
+            kind = out["output_type"]
+            used += _output_size(out)
+            if used > cap:
+                if not result.truncated:
+                    result.truncated = True
+                    result.outputs.append(nbformat.v4.new_output(
+                        "stream", name="stdout",
+                        text=f"\n[course-grade: output beyond {self.limits.max_output_kb} kB "
+                             "dropped]\n"))
+                if kind != "error":
+                    continue
+            if kind == "stream" and result.outputs and \
+                    result.outputs[-1].get("output_type") == "stream" and \
+                    result.outputs[-1].get("name") == out.get("name"):
+                result.outputs[-1]["text"] += out["text"]
+            else:
+                result.outputs.append(out)
+        result.reply = self._reply(msg_id)
+        reason = self._over_limits()  # what the cell left behind is the cell's doing
+        if reason:
+            self.killed_for = reason
+            self._kill_tree()
+            result.status, result.reason = "died", reason
+        elif interrupted_at is not None:
+            result.status = "timeout"
+        elif result.reply.get("status") == "error" or any(
+                o.get("output_type") == "error" for o in result.outputs):
+            result.status = "error"
+        return result
+
+    def _broken(self, result: CellRun) -> CellRun:
+        """The kernel's connection cannot take a message (it sent one over the size limit,
+        which ends the connection): the kernel is stopped, as if it had died."""
+        self._kill_tree()
+        result.status = "died"
+        result.reason = ("the kernel's connection to the grader broke (a message over "
+                         f"{MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
+        return result
+
+    def _reply(self, msg_id: str) -> dict:
+        """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
+        or the kernel shaped it wrongly."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return {}
+            parent, content = reply.get("parent_header"), reply.get("content")
+            if isinstance(parent, dict) and parent.get("msg_id") == msg_id:
+                return content if isinstance(content, dict) else {}
+        return {}
+
+    def _answer_input(self, msg_id: str, on_input) -> None:
+        while True:
+            try:
+                msg = self.kc.get_stdin_msg(timeout=0)
+            except queue.Empty:
+                return
+            parent, content = msg.get("parent_header"), msg.get("content")
+            if msg.get("msg_type") != "input_request" or not isinstance(parent, dict) or \
+                    parent.get("msg_id") != msg_id or not isinstance(content, dict):
+                continue
+            self.kc.input(on_input(str(content.get("prompt", ""))))
+
+
+def _output(msg, msg_id: str):
+    """What an iopub message means for the cell `msg_id`: "idle", "clear", an output, or
+    None (another cell's, another kind, or a message the kernel shaped wrongly)."""
+    try:
+        parent = msg.get("parent_header")
+        if not isinstance(parent, dict) or parent.get("msg_id") != msg_id:
+            return None
+        kind, content = msg.get("msg_type"), msg.get("content")
+        if not isinstance(content, dict):
+            return None
+        if kind == "status":
+            return "idle" if content.get("execution_state") == "idle" else None
+        if kind == "clear_output":
+            return "clear"
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return None
+        if kind == "stream" and not (isinstance(content.get("text"), str) and
+                                     content.get("name") in ("stdout", "stderr")):
+            return None
+        if kind == "error":
+            content["ename"] = str(content.get("ename", ""))[:200]
+            content["evalue"] = str(content.get("evalue", ""))[:4000]
+            content["traceback"] = [str(t)[:4000] for t in content.get("traceback", [])
+                                    if isinstance(t, str)][:50] \
+                if isinstance(content.get("traceback"), list) else []
+        if kind in ("display_data", "execute_result") and \
+                not isinstance(content.get("data"), dict):
+            return None
+        return nbformat.v4.output_from_msg(msg)
+    except Exception:  # noqa: BLE001 - a message the grader cannot read is dropped
+        return None
+
+
+def _resident_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _folder_bytes(folder) -> int:
+    """Bytes of the files in `folder` (the runtime folder: a few sockets and files)."""
+    total = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in list(entries)[:1000]:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return total
+
+
+def _limit_messages(client, limit: int) -> None:
+    """Messages from the kernel above `limit` bytes end the connection (ZMQ_MAXMSGSIZE,
+    set before the socket connects), so that a kernel cannot fill the grader's memory
+    with one reply."""
+    import types
+
+    import zmq
+    from jupyter_client.connect import channel_socket_types
+
+    def limited(self, channel, identity=None):
+        sock = self.context.socket(channel_socket_types[channel])
+        sock.linger = 1000
+        sock.setsockopt(zmq.MAXMSGSIZE, limit)
+        sock.setsockopt(zmq.SNDTIMEO, 10_000)  # a send to a dropped kernel fails, not hangs
+        if identity:
+            sock.identity = identity
+        sock.connect(self._make_url(channel))
+        return sock
+
+    client._create_connected_socket = types.MethodType(limited, client)
+
+
+def _matplotlib_cache() -> str:
+    """The grader's matplotlib font cache, copied into each kernel's home at start (so no
+    kernel spends seconds building its own)."""
+    base = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
+    return base if os.path.isdir(base) else ""

@@ -1,0 +1,238 @@
+"""Grading a whole class on top of nbgrader: parallel, robust to bad submissions, incremental.
+
+`course-grade class INPUT -a 01-autodiff` reads a folder in nbgrader's
+`submitted/{student}/{assignment}/` layout or an LMS zip, and grades every submission:
+
+1. The main process reads each file and sorts out what nbgrader cannot grade (empty, not
+   JSON, not a notebook, another assignment's notebook); those score 0 with the reason.
+   It converts old notebook formats, puts back deleted test cells, notes edited test cells
+   and duplicated grade ids (autograder.grading.intake, autograder.grading.repair).
+2. The grading engine (autograder.engine) grades each submission with nbgrader's own
+   autograde in a private copy of the course folder (no solution notebook in it, no other
+   student's work), running the cells in a sandbox (autograder.engine.executor): per-cell time,
+   memory and output limits, and a dead kernel that does not stop the run. Its worker
+   processes run on this machine (`--workers`, default: the number of cores), or as tasks on
+   a Dask cluster (`--scheduler ADDRESS`, autograder.scale.dask_cluster).
+3. The main process is the one writer of the class gradebook (`OUT/gradebook.db`, nbgrader's
+   own): it records each result as it arrives, with the autograded notebook, so nbgrader's
+   formgrader and `generate_feedback` work on `OUT` as on any course.
+4. Reports, from every result kept in `OUT/results/`: `grades.csv`, a feedback page per
+   student and assignment (`OUT/feedback/`), a class summary (`summary.png` and the
+   terminal), each assignment's total after the course's late policy (autograder.late),
+   raw beside it.
+
+A submission whose file and assignment have not changed since the last run is not graded
+again (`--force` regrades), so adding a student grades that student only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import nbformat
+
+from autograder import course
+from autograder.cells import grade_id, read_notebook
+from autograder.engine import sandbox, submission
+from autograder.errors import CourseError
+from autograder.grading import reports
+from autograder.grading.intake import Submission, collect, notebook_names
+from autograder.grading.repair import Prepared, prepare_submission
+from autograder.grading.store import (
+    ClassGradebook,
+    Result,
+    load_results,
+    prepare_out,
+    results_path,
+    save_result,
+    zero_cells,
+)
+from autograder.limits import Limits
+from autograder.scale.runner import LocalRunner
+
+
+@dataclass
+class Settings:
+    workers: int | None = None
+    limits: Limits = field(default_factory=Limits)  # kernel_threads None: cores / workers
+    force: bool = False
+    keep_logs: bool = False  # keep the workers' folders (nbgrader's and the kernels' logs)
+    no_sandbox: bool = False  # the instructor's explicit choice to grade without one
+    scheduler: str | None = None  # a Dask scheduler's address: its workers grade
+
+
+def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | None = None,
+                settings: Settings | None = None, log=print) -> list[Result]:
+    """Grade every submission in `source` into `out`; returns every result `out` holds."""
+    settings = settings or Settings()
+    course.facts(root)  # a table it cannot use (a bad late policy too) stops here
+    if settings.workers is not None and settings.workers < 1:
+        raise CourseError(f"--workers must be at least 1 (got {settings.workers}).")
+    settings.limits.check()
+    if settings.scheduler and settings.workers:
+        raise CourseError("--workers sets how many processes grade on this machine; with "
+                          "--scheduler the cluster's workers grade: leave --workers out.")
+    if settings.scheduler and settings.keep_logs:
+        raise CourseError("--keep-logs keeps the grading folders of this machine's workers; "
+                          "with --scheduler they are on the cluster's machines (each "
+                          "worker's --local-directory) and are removed after the run: leave "
+                          "--keep-logs out.")
+    # on a cluster, each worker's sandbox is checked when connecting
+    sandboxed = not settings.no_sandbox if settings.scheduler else \
+        require_sandbox(settings.no_sandbox)
+    out = Path(out).resolve()
+    # nbgrader's gradebook calls `alembic` by name: this Python's scripts come first.
+    os.environ["PATH"] = course.tool_env()["PATH"]
+    submissions = collect(root, Path(source), assignments, log=log)
+    if not submissions:
+        raise CourseError(f"{source} holds no submission of this course's notebooks.")
+    names = sorted({s.assignment for s in submissions})
+    cluster = None
+    if settings.scheduler:  # before anything is written: a bad cluster stops here
+        from autograder.scale.dask_cluster import Cluster
+
+        cluster = Cluster(settings.scheduler, root, names, sandboxed, log=log)
+    try:
+        return _grade(root, out, submissions, names, settings, sandboxed, cluster, log)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str],
+           settings: Settings, sandboxed: bool, cluster, log) -> list[Result]:
+    prepare_out(root, out, names, log=log)
+    releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
+                for a in names}
+    all_ids = {}
+    for a in course.assignments(root):
+        for path in course.solution_notebooks(root, a):
+            all_ids[a] = {grade_id(c) for c in read_notebook(path).cells if grade_id(c)}
+    digests = {a: course.assignment_digest(root, a) for a in names}
+    writer = ClassGradebook(out)
+
+    todo, unchanged = [], 0
+    for sub in submissions:
+        path = results_path(out, sub.assignment, sub.student)
+        if path.exists() and not settings.force:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if (old["digest"], old["assignment_digest"], old.get("timestamp")) == (
+                    sub.digest, digests[sub.assignment], sub.timestamp):
+                unchanged += 1
+                continue
+        todo.append(sub)
+    log(f"{len(submissions)} submission(s) of {', '.join(names)}: {len(todo)} to grade, "
+        f"{unchanged} unchanged since the last run")
+
+    def finish(sub: Submission, prepared: Prepared, run: dict | None) -> Result:
+        result = Result(sub.student, sub.assignment, sub.notebook, sub.origin, sub.digest,
+                        digests[sub.assignment], notes=list(prepared.notes),
+                        fatal=prepared.fatal, timestamp=sub.timestamp,
+                        exchange_files=dict(sub.exchange_files))
+        autograded = None
+        if run is None or run.get("error"):
+            result.cells = zero_cells(releases[sub.assignment])
+            if run is not None:
+                result.fatal = run["error"]
+        else:
+            result.cells = run["cells"]
+            result.seconds = run["seconds"]
+            result.notes += reports.describe_findings(run["findings"])
+            autograded = run["autograded"]
+        writer.record(result, autograded)
+        save_result(out, result)
+        return result
+
+    progress = Progress(len(todo), log)
+    runnable = []
+    for sub in todo:
+        others = {a: ids for a, ids in all_ids.items() if a != sub.assignment}
+        prepared = prepare_submission(sub, releases[sub.assignment], others)
+        if prepared.fatal:
+            progress.done(finish(sub, prepared, None))
+        else:
+            runnable.append((sub, prepared))
+    if runnable:
+        workers = max(1, min(settings.workers or os.cpu_count() or 1, len(runnable)))
+        # on a cluster, each worker's share of its machine's cores (scale.dask_cluster)
+        threads = settings.limits.kernel_threads or (
+            None if cluster else max(1, (os.cpu_count() or 1) // workers))
+        engine_settings = submission.Settings(replace(settings.limits, kernel_threads=threads),
+                                          sandbox=sandboxed)
+        jobs, by_key = [], {}
+        for sub, prepared in runnable:
+            key = (sub.student, sub.assignment)
+            by_key[key] = (sub, prepared)
+            jobs.append(submission.Job.of(key, sub.student, sub.assignment, sub.notebook,
+                                      nbformat.writes(prepared.notebook),
+                                      releases[sub.assignment]))
+        def on_result(job, run):
+            progress.done(finish(*by_key[job.key], run))
+
+        keep = Path(tempfile.mkdtemp(prefix="course-grade-logs-")) if \
+            settings.keep_logs and cluster is None else None
+        runner = cluster or LocalRunner(root, workers, keep)  # the same interface
+        runner.run(out, jobs, engine_settings, on_result=on_result)
+        if keep is not None:
+            log(f"worker logs kept in {keep}")
+    log(f"graded {len(todo)} submission(s) in {progress.elapsed():.1f} s")
+    return load_results(out)
+
+
+def require_sandbox(no_sandbox: bool) -> bool:
+    """True when grading runs sandboxed; CourseError when it cannot and was not told to go
+    without (--no-sandbox)."""
+    ok, why = sandbox.available()
+    if ok:
+        return not no_sandbox
+    if no_sandbox:
+        return False
+    raise CourseError(f"Class grading runs each student's code in a sandbox, and {why}. "
+                      "Install it, or pass --no-sandbox to grade without one (student code "
+                      "then runs as you, with your files).")
+
+
+class Progress:
+    def __init__(self, total: int, log):
+        self.total, self.log, self.count, self.failures = total, log, 0, 0
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def done(self, result: Result) -> None:
+        self.count += 1
+        self.failures += result.failed
+        left = self.elapsed() / self.count * (self.total - self.count)
+        reason = f"  ({result.fatal})" if result.fatal else ""
+        self.log(f"[{self.count:>3}/{self.total}] {result.student} {result.assignment}: "
+                 f"{result.score:g}/{result.max_score:g}{reason}  | problems so far "
+                 f"{self.failures}, about {left:.0f} s left")
+
+
+def report(root: Path, out: Path, results: list[Result], policy=None) -> str:
+    """Write grades.csv, the feedback pages and the summary with the late `policy` (default:
+    the course's, autograder.late); return the terminal summary."""
+    policy = policy if policy is not None else course.facts(root).late
+    names = sorted({r.assignment for r in results})
+    releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
+                for a in names}
+    stats = reports.write_all(results, releases, out, policy)
+    (out / "summary.json").write_text(json.dumps(stats, indent=1), encoding="utf-8")
+    problems = [r for r in results if r.fatal]
+    lines = [reports.summary_text(stats), "",
+             f"{len(results)} submission(s); {len(problems)} could not be run"]
+    for r in problems:
+        lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
+    if policy is not None:
+        lines.append(f"late policy: {policy.describe()} (grades.csv: each assignment's "
+                     "total after it, its raw total beside it; the gradebook stays raw)")
+    lines += [f"grades:   {out / 'grades.csv'}", f"feedback: {out / 'feedback'}/<student>/"
+              "<assignment>.html", f"summary:  {out / 'summary.png'}",
+              f"gradebook (nbgrader formgrader works here): {out / 'gradebook.db'}"]
+    return "\n".join(lines)
