@@ -6,7 +6,7 @@ every figure from the JSON the benchmarks wrote in `benchmarks/results/` (git-ig
 keeps them in `benchmarks/figures.json` (tracked: each figure's text, the benchmark run it
 comes from and the command that makes that run), and writes each text between its markers
 in the README files and the solution notebooks (then regenerates `notebooks/`).
-`tests/test_figures.py` fails when a quoted text is not the one in `figures.json`, when a
+`tests/course/test_figures.py` fails when a quoted text is not the one in `figures.json`, when a
 marker names no figure, and when a notebook quotes a measurement without markers.
 
     .venv/bin/python benchmarks/figures.py          # each figure: quoted, measured now, run
@@ -299,10 +299,18 @@ def _(r):
     return f"{minutes} min {seconds} s"
 
 
-for _file, _name in (("test_hostile.py", "hostile"), ("test_hub.py", "hub"),
-                     ("test_mutants.py", "mutants"), ("test_browser.py", "browser")):
+def _file_seconds(r, path: str) -> float:
+    """Seconds of one test file, keyed by its path under tests/ ("hub/test_hub.py"); a
+    record written while tests/ was flat keys it by file name ("test_hub.py")."""
+    files = r["files"]
+    return files[path] if path in files else files[path.rpartition("/")[2]]
+
+
+for _file, _name in (("grading/test_hostile.py", "hostile"), ("hub/test_hub.py", "hub"),
+                     ("authoring/test_mutants.py", "mutants"),
+                     ("course/test_browser.py", "browser")):
     figure(f"suite.{_name}", "suite")(
-        lambda r, f=_file: f"{round(r['files'][f] / 60)} min")
+        lambda r, f=_file: f"{round(_file_seconds(r, f) / 60)} min")
 
 
 # --- measuring, quoting ------------------------------------------------------------------

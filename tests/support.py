@@ -1,5 +1,5 @@
 """Helpers the tests share: a free port, and JupyterLab in headless chromium for
-tests/test_browser.py and tests/test_hub.py (the server, the page, the steps).
+tests/course/test_browser.py and tests/hub/test_hub.py (the server, the page, the steps).
 
 The command of `make lab` is started on a free localhost port with a fresh token, a throw-away HOME
 and Jupyter folders, and a copy of the release notebooks as its root, so a run writes

@@ -102,7 +102,7 @@ def test_grade_id_contract(path):
 def test_setup_keeps_tensorflow_logs_out_of_test_cells(path):
     """nbgrader scores a test cell 0 when it writes anything to stderr, and TensorFlow logs
     to stderr when its runtime starts: the imports cell's first import starts it with that
-    log silenced (`sparse_embeddings.runtime`, tested in test_runtime.py)."""
+    log silenced (`sparse_embeddings.runtime`, tested in tests/library/test_runtime.py)."""
     nb = read_notebook(path)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     source = first_code.source

@@ -77,6 +77,11 @@ def test_every_module_is_in_a_known_package():
         init = GRADER / folder / "__init__.py"
         assert ast.get_docstring(ast.parse(init.read_text())), \
             f"{init}: say which part of a submission's flow the package is"
+    # the tests mirror the packages: tests/engine/ holds the tests of autograder/engine/
+    tests = ROOT / "tests"
+    for folder in folders:
+        assert (tests / folder).is_dir(), f"tests/{folder}/: the tests of autograder/{folder}/"
+    assert not sorted(tests.glob("test_*.py")), "a test goes in the folder of what it tests"
 
 
 def test_imports_go_one_way():
