@@ -249,7 +249,7 @@ def cmd_grade_demo(args) -> int:
 
 
 def cmd_grade_export(args) -> int:
-    from autograder.term import lms
+    from autograder.term import canvas, lms
 
     root = course.find_root()
     policy = None  # the course's late policy, unless a file's
@@ -258,7 +258,7 @@ def cmd_grade_export(args) -> int:
 
         policy = late.load(Path(args.late_policy), course.assignments(root))
     lines = lms.export(root, Path(args.out), Path(args.roster), args.assignment or None,
-                       lms.parse_columns(args.column),
+                       canvas.parse_columns(args.column),
                        Path(args.output) if args.output else None, policy)
     print("\n".join(lines))
     return 0

@@ -71,6 +71,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
                     "not_run": [], "hidden_failures": []}
         self._facts(resources)
+        trusted.warm_imports(self.imports)  # the tests' modules load while the kernel starts
         code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         crashed: set[int] = set()
         done: list[int] = []

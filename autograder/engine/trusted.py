@@ -16,6 +16,7 @@ import builtins
 import contextlib
 import importlib
 import io
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -26,6 +27,25 @@ from autograder.cells import HIDDEN_MARKERS
 from autograder.engine.remote import Bridge, CellTimeout, KernelDied, Registered
 
 MESSAGE_LIMIT = 1500  # characters of a failing test's message kept for the student
+_WARMING: dict[str, threading.Thread] = {}
+
+
+def warm_imports(imports: str) -> None:
+    """Start running the release's `imports` in this process, in the background, while the
+    kernel starts: the first test then finds its modules loaded (importing TensorFlow takes
+    seconds). Once per process; a failure here is left for the test to meet and report."""
+    if imports and imports not in _WARMING:
+        thread = threading.Thread(target=_import_quietly, args=(imports,), daemon=True,
+                                  name="warm-imports")
+        _WARMING[imports] = thread
+        thread.start()
+
+
+def _import_quietly(imports: str) -> None:
+    try:
+        exec(compile(imports, "<the release's imports>", "exec"), {})  # noqa: S102
+    except BaseException:  # noqa: BLE001, S110 - the test's own import says what is wrong
+        pass
 
 
 @dataclass

@@ -1,19 +1,7 @@
 """Grades back to the LMS: `course-grade export` turns the results kept in `OUT/results/`
-into the CSV that Canvas's gradebook import takes, one row per student of the course's
-Canvas roster, and a CSV of every exercise's score for the instructor.
-
-The format, as Canvas reads it (the source of Canvas LMS's import, instructure/canvas-lms
-app/models/gradebook_importer.rb: `header?`, `update_column_count`, `parse_assignments`,
-`check_for_non_student_row`, `process_student`; what each column holds:
-https://nemogb-dev.github.io/nemogb-r/articles/detailed-canvas-export-info.html and
-https://teaching.resources.osu.edu/toolsets/carmencanvas/guides/calculating-final-grades/import-csv-file-carmen-grades):
-
-- the first row is the header: `Student, ID, SIS User ID, SIS Login ID, Section`, then a
-  column per assignment headed `Title (assignment id)`, as Canvas's own export heads it (a
-  bare title is matched to the assignment of that title; an unknown one is created);
-- a row whose first cell says `Points Possible` holds each assignment's maximum;
-- every other row is a student, found by Canvas user ID (`ID`), else SIS User ID, else
-  SIS Login ID, else by name.
+into the CSV that Canvas's gradebook import takes (its format: `autograder.term.canvas`),
+one row per student of the course's Canvas roster, and a CSV of every exercise's score for
+the instructor.
 
 The roster (`--roster`) is Canvas's own gradebook export (Grades > Export), in that same
 format. Graded students are matched to it by the Canvas user ID in the name of the file
@@ -27,11 +15,7 @@ the late policy (autograder.late; the course's, or `--late-policy FILE`).
 
 from __future__ import annotations
 
-import csv
-import io
-import os
 import re
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,109 +26,25 @@ from autograder.errors import CourseError
 from autograder.grading.intake import canvas_user_id, notebook_names
 from autograder.grading.reports import Layout, late_score
 from autograder.grading.store import Result, lateness, load_results
+from autograder.term.canvas import (
+    Person,
+    Roster,
+    canvas_columns,
+    canvas_rows,
+    number,
+    read_roster,
+    write_csv,
+)
 
-HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-POINTS_ROW = "Points Possible"
-TITLE_AND_ID = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)$")  # "01-autodiff (12345)"
-# columns Canvas computes and its import ignores (gradebook_importer.rb)
-READ_ONLY = re.compile(r"Current Score|Current Points|Current Grade|Final Score|Final Points"
-                       r"|Final Grade")
 CANVAS_CSV = "canvas-grades.csv"
 EXERCISES_CSV = "exercise-scores.csv"
-HOW_TO_GET = "Canvas: Grades > Export > Export Entire Gradebook"
 SHOWN = 8  # names listed in a summary line
 FALLBACKS = ("SIS User ID", "SIS Login ID", "name")  # matches the summary names
 
 
 # ---------------------------------------------------------------------------------------
-# The roster: Canvas's gradebook export
+# Assignments
 # ---------------------------------------------------------------------------------------
-
-@dataclass
-class Person:
-    """A student row of Canvas's gradebook."""
-
-    name: str  # as Canvas shows it, "Last, First"
-    canvas_id: str
-    sis_user_id: str
-    sis_login_id: str
-    section: str
-
-
-@dataclass
-class Roster:
-    people: list[Person]
-    columns: list[str]  # its assignment columns, headed as Canvas heads them
-    points: dict[str, str]  # column -> its Points Possible
-
-
-def read_roster(path: Path) -> Roster:
-    """Canvas's gradebook export at `path`; CourseError for anything else."""
-    rows = _csv_rows(Path(path))
-    header = [cell.strip() for cell in rows[0]]
-    _check_header(path, header)
-    section = header.index("Section")
-    columns = [c for c in header[section + 1:] if c and not READ_ONLY.search(c)]
-    people, points = [], {}
-    for row in rows[1:]:
-        cells = dict(zip(header, (c.strip() for c in row), strict=False))  # short rows
-        if POINTS_ROW in cells.get("Student", ""):
-            points = {c: cells.get(c, "") for c in columns}
-        elif cells.get("ID", "").isdigit():  # not Canvas's "Muted"/posting-policy rows
-            people.append(Person(cells["Student"], cells["ID"], cells.get("SIS User ID", ""),
-                                 cells.get("SIS Login ID", ""), cells.get("Section", "")))
-    if not people:
-        raise CourseError(f"The roster {path} lists no student with a Canvas ID: export the "
-                          f"whole gradebook ({HOW_TO_GET}).")
-    ids = [p.canvas_id for p in people]
-    if len(set(ids)) != len(ids):
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        raise CourseError(f"The roster {path} lists Canvas ID {', '.join(twice)} more than "
-                          "once: it is not one export of Canvas's gradebook.")
-    return Roster(people, columns, points)
-
-
-def _csv_rows(path: Path) -> list[list[str]]:
-    if not path.is_file():
-        raise CourseError(f"The roster {path} does not exist: download it from {HOW_TO_GET}.")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-        first = text.splitlines()[0] if text.strip() else ""
-        delimiter = ";" if first.count(";") > first.count(",") else ","  # some locales
-        rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter)
-                if any(c.strip() for c in r)]
-    except (UnicodeDecodeError, csv.Error) as error:
-        raise CourseError(f"The roster {path} is not a CSV file exported by Canvas "
-                          f"({error}).") from error
-    if not rows:
-        raise CourseError(f"The roster {path} is empty: download it from {HOW_TO_GET}.")
-    return rows
-
-
-def _check_header(path: Path, header: list[str]) -> None:
-    if len(header) < 3 or not header[0].startswith("Student") or header[1] != "ID" \
-            or "Section" not in header:
-        raise CourseError(f"The roster {path} is not Canvas's gradebook export: its first row "
-                          f"should start {', '.join(HEADER)} and it starts "
-                          f"{', '.join(header[:5]) or 'empty'} (download it from "
-                          f"{HOW_TO_GET}).")
-
-
-# ---------------------------------------------------------------------------------------
-# Assignments and their Canvas columns
-# ---------------------------------------------------------------------------------------
-
-def parse_columns(pairs: list[str] | None) -> dict[str, str]:
-    """`--column ASSIGNMENT=COLUMN` options as a dict."""
-    chosen = {}
-    for pair in pairs or []:
-        assignment, sep, column = pair.partition("=")
-        if not sep or not assignment.strip() or not column.strip():
-            raise CourseError(f"--column takes ASSIGNMENT=CANVAS_COLUMN, e.g. "
-                              f"01-autodiff='Autodiff (12345)' (got {pair!r}).")
-        chosen[assignment.strip()] = column.strip()
-    return chosen
-
 
 def exported_assignments(root: Path, results: list[Result],
                          wanted: list[str] | None) -> list[str]:
@@ -158,39 +58,6 @@ def exported_assignments(root: Path, results: list[Result],
             raise CourseError(f"No result of {name} is kept: grade it first "
                               f"(`course-grade class INPUT -a {name}`).")
     return sorted(set(wanted)) if wanted else graded
-
-
-def canvas_columns(assignments: list[str], roster: Roster,
-                   chosen: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """Assignment -> its column header in the Canvas CSV: the column of the roster titled
-    as `chosen` says (default: the assignment's name), ids included; else that title, which
-    Canvas's import makes a new assignment of (said in the notes returned)."""
-    unknown = sorted(set(chosen) - set(assignments))
-    if unknown:
-        raise CourseError(f"--column names {', '.join(unknown)}, which is not exported here "
-                          f"(exported: {', '.join(assignments)}).")
-    by_title = defaultdict(list)
-    for column in roster.columns:
-        match = TITLE_AND_ID.match(column)
-        by_title[match["title"] if match else column].append(column)
-    headers, notes = {}, []
-    for assignment in assignments:
-        title = chosen.get(assignment, assignment)
-        found = [title] if title in roster.columns else by_title.get(title, [])
-        if len(found) > 1:
-            raise CourseError(f"The roster has {len(found)} columns titled {title!r} "
-                              f"({'; '.join(found)}): choose one with "
-                              f"--column {assignment}='{found[0]}'.")
-        headers[assignment] = found[0] if found else title
-        if not found:
-            notes.append(f"note: the roster has no column {title!r}: Canvas's import makes a "
-                         f"new assignment of it (to fill an existing one: --column "
-                         f"{assignment}='TITLE (ID)' as the roster heads it).")
-    twice = sorted({h for h in headers.values() if list(headers.values()).count(h) > 1})
-    if twice:
-        raise CourseError(f"Two assignments would fill the Canvas column {twice[0]!r}: give "
-                          "each its own with --column.")
-    return headers, notes
 
 
 # ---------------------------------------------------------------------------------------
@@ -279,24 +146,8 @@ def scores_by_person(results: list[Result], matches: dict[str, Match]
 
 
 # ---------------------------------------------------------------------------------------
-# The files
+# The per-exercise file
 # ---------------------------------------------------------------------------------------
-
-def number(value: float) -> str:
-    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
-
-
-def canvas_rows(roster: Roster, headers: dict[str, str], maxima: dict[str, float],
-                table: dict[tuple[str, str], Result], counted: dict) -> list[list[str]]:
-    rows = [[*HEADER, *headers.values()],
-            [POINTS_ROW, "", "", "", "", *(number(maxima[a]) for a in headers)]]
-    for p in roster.people:
-        found = [table.get((p.canvas_id, a)) for a in headers]
-        scores = [counted[(r.student, r.assignment)][0] if r else 0.0 for r in found]
-        rows.append([p.name, p.canvas_id, p.sis_user_id, p.sis_login_id, p.section,
-                     *map(number, scores)])
-    return rows
-
 
 def exercise_rows(root: Path, out: Path, results: list[Result]) -> list[list[str]]:
     """student, assignment, exercise, score, max: every exercise of every result (raw, as
@@ -320,21 +171,6 @@ def _release(root: Path, out: Path, assignment: str):
             return read_notebook(path)
     raise CourseError(f"No release notebook of {assignment} in {out / course.RELEASE_DIR} or "
                       f"{root / course.RELEASE_DIR}: run `course release`.")
-
-
-def write_csv(path: Path, rows: list[list[str]]) -> None:
-    """`rows` into `path` whole or not at all: a file beside it, renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".tmp", delete=False, newline="",
-                                         encoding="utf-8")
-    try:
-        with handle:
-            csv.writer(handle).writerows(rows)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,13 +10,10 @@ from autograder import course
 from autograder.authoring import mutants
 from autograder.cells import (
     exercises,
-    grade_id,
-    is_answer,
     read_notebook,
-    strip_solution_markers,
     write_notebook,
 )
-from autograder.grading import autograde, classgrade, reports
+from autograder.grading import classgrade, reports
 from conftest import MUTANTS, ROOT, assignments, solution_paths
 from sparse_embeddings.mirrors import MIRRORS
 
@@ -109,41 +106,32 @@ def test_mutants_are_graded_as_expected(assignment):
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ["01-autodiff"])
 def test_class_grading_gives_the_harness_notebooks_the_same_scores(assignment, tmp_path):
-    """One engine: the blank, perfect and mutant notebooks score the same per exercise
+    """One engine: the blank, perfect and two mutant notebooks score the same per exercise
     through `course-grade class` as through the harness (the self-grading path)."""
     verdicts = graded(assignment)
     solution_path = course.solution_notebooks(ROOT, assignment)[0]
     solution = read_notebook(solution_path)
     release = read_notebook(ROOT / "notebooks" / assignment / solution_path.name)
     found = mutants.discover(MUTANTS / assignment)
-    built, _ = mutants.submissions(release, solution, found,
-                                   mutants.callees_of(exercises(solution)))
-    # and a partial notebook: the first half of the answers
-    names = list(exercises(solution))[: len(exercises(solution)) // 2]
-    answers = {c.metadata.nbgrader["grade_id"]: strip_solution_markers(c.source)
-               for c in solution.cells if is_answer(c) and grade_id(c) in names}
-    partial = mutants.build_submission(release, solution, None)
-    for cell in partial.cells:
-        if is_answer(cell) and grade_id(cell) in answers:
-            cell.source = answers[grade_id(cell)]
-    by_self = autograde.autograde(ROOT, assignment, {"partial": {solution_path.name: partial}},
-                                workers=1, log=lambda *_: None)["partial"][solution_path.name]
-    built["partial"] = partial
-    for student, nb in built.items():
-        write_notebook(nb, tmp_path / "in" / student / assignment / solution_path.name)
+    built, carried = mutants.submissions(release, solution, found,
+                                         mutants.callees_of(exercises(solution)))
+    wrong = [s for s, chosen in sorted(carried.items())
+             if any(m.kind == "wrong" for m in chosen.values())]
+    chosen = [mutants.BLANK, mutants.PERFECT] + wrong[:2]
+    for student in chosen:
+        write_notebook(built[student], tmp_path / "in" / student / assignment /
+                       solution_path.name)
     results = classgrade.grade_class(ROOT, tmp_path / "in", tmp_path / "out", [assignment],
                                      classgrade.Settings(workers=2), log=lambda _: None)
     layout = reports.Layout({assignment: release})
     by_class = {(r.student, ex): layout.exercise_score(r, ex)[0]
                 for r in results for ex in exercises(solution)}
-    by_harness = {(v.student, v.exercise): v.score for v in verdicts}
-    for exercise, info in exercises(solution).items():
-        by_harness[("partial", exercise)] = sum(c.score for c in by_self.tests_of(info).values())
+    by_harness = {(v.student, v.exercise): v.score for v in verdicts if v.student in chosen}
     assert by_class == by_harness
-    assert 0 < sum(v for (s, _), v in by_class.items() if s == "partial") < \
-        sum(v for (s, _), v in by_class.items() if s == mutants.PERFECT)
-    assert len(by_class) == len(built) * len(exercises(solution))
-
+    assert len(by_class) == len(chosen) * len(exercises(solution))
+    full = sum(v for (s, _), v in by_class.items() if s == mutants.PERFECT)
+    for student in wrong[:2]:  # a wrong mutant costs points
+        assert sum(v for (s, _), v in by_class.items() if s == student) < full
 
 
 def hidden_hints(assignment) -> list[str]:

@@ -1,6 +1,8 @@
 """nbgrader validation: every solution passes, every blank release fails every test."""
 
+import multiprocessing
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -15,11 +17,26 @@ def copy_assignment(path, tmp_path):
     return target / path.name
 
 
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    """Every solution and every blank release (inverted: no test may pass) through
+    nbgrader's Validator, two notebooks at a time, each in a process and kernel of its own:
+    (kind, path) -> (the validated copy, the results)."""
+    jobs = {}
+    for kind, paths in (("solution", solution_paths()), ("release", release_paths())):
+        for path in paths:
+            folder = tmp_path_factory.mktemp(f"{kind}-{path.parent.name}")
+            jobs[(kind, path)] = copy_assignment(path, folder)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        running = {key: pool.submit(validation.validate, copy, ROOT, key[0] == "release")
+                   for key, copy in jobs.items()}
+        return {key: (jobs[key], future.result()) for key, future in running.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", solution_paths(), ids=lambda p: p.parent.name)
-def test_solution_passes_validation(path, tmp_path):
-    copy = copy_assignment(path, tmp_path)
-    results = validation.validate(copy, ROOT)
+def test_solution_passes_validation(path, validated):
+    copy, results = validated[("solution", path)]
     assert results == {}, validation.summary(results)
     if path.parent.name == "01-autodiff":
         check_tensorboard_graph(copy.parent / "logs" / "01-autodiff")
@@ -49,8 +66,8 @@ def check_tensorboard_graph(logdir):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", release_paths(), ids=lambda p: p.parent.name)
-def test_release_fails_every_test(path, tmp_path):
-    results = validation.validate(copy_assignment(path, tmp_path), ROOT, invert=True)
+def test_release_fails_every_test(path, validated):
+    _, results = validated[("release", path)]
     assert results == {}, "tests that pass on a blank stub:\n" + validation.summary(results)
 
 

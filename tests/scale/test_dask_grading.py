@@ -29,14 +29,14 @@ A1, A2 = "01-autodiff", "02-gather-gradients"
 
 
 def write_class(folder: Path) -> list[tuple[str, str]]:
-    """Six students with both assignments (right, blank, half done, one typical mistake
-    each), and one who ends the kernel in 01 and hands in no 02: 14 submissions."""
+    """Four students with both assignments (right, blank, half done, a typical mistake),
+    and one who ends the kernel in 01 and hands in no 02: 9 submissions."""
     keys = []
     for assignment in (A1, A2):
         c = demo.Course(ROOT, assignment)
         named = [(b.__name__, b) for b in (demo.perfect, demo.blank, demo.partial)]
         named += [(f"mistake{k}", build)
-                  for k, (_, build) in enumerate(demo.mistake_builders(c, 3))]
+                  for k, (_, build) in enumerate(demo.mistake_builders(c, 1))]
         if assignment == A1:
             named.append(("os-exit", demo.os_exit))
         for student, build in named:
@@ -185,7 +185,7 @@ def local_run(class_folder, tmp_path_factory):
 def test_a_class_graded_on_the_cluster_scores_as_on_this_machine(
         class_folder, local_run, tmp_path):
     folder, keys = class_folder
-    assert len(keys) >= 12
+    assert len(keys) >= 9
     out = tmp_path / "out"
     other = other_course(tmp_path / "other-course")
     said = []
@@ -224,7 +224,7 @@ def test_a_class_graded_on_the_cluster_scores_as_on_this_machine(
 @pytest.mark.slow
 def test_a_worker_killed_while_grading_loses_nothing(class_folder, local_run, tmp_path):
     folder, keys = class_folder
-    keys = [k for k in keys if k[1] == A1]  # 01 only (seven), to keep it short
+    keys = [k for k in keys if k[1] == A1]  # 01 only (five), to keep it short
     out = tmp_path / "out"
     said: list[str] = []
     # workers under a nanny, as `dask worker` starts them by default: the killed worker's

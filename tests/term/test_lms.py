@@ -13,7 +13,7 @@ from autograder.cells import read_notebook
 from autograder.errors import CourseError
 from autograder.grading import store
 from autograder.grading.intake import canvas_user_id
-from autograder.term import lms
+from autograder.term import canvas, lms
 from conftest import ROOT
 
 A, NB = "01-autodiff", "autodiff.ipynb"
@@ -66,7 +66,7 @@ def graded(tmp_path):
               result("epoe", f"submitted/epoe/{A}/{NB}", 0.25),  # no Canvas ids
               result("zedzed", f"zedzed_999_9003_{NB}", 1.0)]:  # not in the roster
         store.save_result(out, r)
-    roster = write_roster(tmp_path / "canvas-export.csv", lms.number(full_marks()))
+    roster = write_roster(tmp_path / "canvas-export.csv", canvas.number(full_marks()))
     return out, roster
 
 
@@ -93,7 +93,7 @@ def test_export_writes_what_canvas_imports_column_by_column(graded, capsys):
     code, said, err = run(capsys, "--out", str(out), "--roster", str(roster))
     assert code == 0, err
     rows = read_rows(out / lms.CANVAS_CSV)
-    full = lms.number(full_marks())
+    full = canvas.number(full_marks())
     assert rows[0] == [*CANVAS_HEADER, COLUMN]  # the roster's column, its Canvas id kept
     assert rows[1] == ["Points Possible", "", "", "", "", full]
     assert [r[:5] for r in rows[2:]] == [
@@ -101,8 +101,8 @@ def test_export_writes_what_canvas_imports_column_by_column(graded, capsys):
         ["Roe, Rick", "102", "S002", "rroe", "Section A"],
         ["Lee, Kim", "103", "S003", "klee", "Section B"],
         ["Poe, Ed", "104", "S004", "epoe", "Section B"]]  # the roster's rows, its order
-    assert [r[5] for r in rows[2:]] == [full, lms.number(full_marks() / 2), "0",
-                                        lms.number(full_marks() / 4)]
+    assert [r[5] for r in rows[2:]] == [full, canvas.number(full_marks() / 2), "0",
+                                        canvas.number(full_marks() / 4)]
     assert "1 without a submission get 0: Lee, Kim" in said
     assert "epoe -> Poe, Ed (by SIS Login ID)" in said
     assert "warning: 1 graded student(s) are not in the roster" in said
@@ -135,7 +135,7 @@ def test_columns_map_to_canvas_assignments_and_new_ones_are_said(graded, capsys)
 
 
 def test_students_are_matched_by_id_then_sis_ids_then_name(tmp_path):
-    roster = lms.read_roster(write_roster(
+    roster = canvas.read_roster(write_roster(
         tmp_path / "r.csv", "12", people=[("Lee, Kim", "103", "S003", "klee", "B"),
                                           ("Smith, Al", "105", "", "asmith1", "B"),
                                           ("Smith, Al", "106", "", "asmith2", "B")]))
@@ -183,9 +183,9 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
             raise RuntimeError("disk full")
 
     path = tmp_path / "grades.csv"
-    lms.write_csv(path, [["a", "b"], ["1", "2"]])
+    canvas.write_csv(path, [["a", "b"], ["1", "2"]])
     with pytest.raises(RuntimeError):
-        lms.write_csv(path, [["a", "b"]] * 1000 + [[Unprintable()]])
+        canvas.write_csv(path, [["a", "b"]] * 1000 + [[Unprintable()]])
     assert read_rows(path) == [["a", "b"], ["1", "2"]]
     assert [p.name for p in tmp_path.iterdir()] == ["grades.csv"]
 
@@ -201,7 +201,7 @@ def test_the_score_that_counts_is_after_the_late_policy(graded, capsys, monkeypa
     assert code == 0, err
     rick = read_rows(out / lms.CANVAS_CSV)[3]
     assert rick[:2] == ["Roe, Rick", "102"]
-    assert rick[5] == lms.number(full_marks() / 2 * 0.8)  # 2 started days: -20%
+    assert rick[5] == canvas.number(full_marks() / 2 * 0.8)  # 2 started days: -20%
     assert f"late: roerick {A}: submitted 1 d 12 h" in said
 
 

@@ -23,7 +23,7 @@ from autograder.cells import (
 )
 from autograder.cli import grade_main
 from autograder.grading.store import Result
-from autograder.term import similarity
+from autograder.term import fingerprints, similarity
 from conftest import MUTANTS, RELEASE, ROOT, SOLUTIONS
 
 A, NB = "01-autodiff", "autodiff.ipynb"
@@ -197,7 +197,7 @@ def test_honest_variants_score_well_below_the_threshold():
 def test_renamed_reordered_recommented_code_normalises_alike():
     one = '"""Doc."""\na = f(x)\nb = tf.gather(y, a)  # one\nout = a.assign(b, axis=2)\n'
     two = "# other\nq = tf.gather(y,\n   p)\np = f(x)\n\n\nresult = p.assign(q, axis=2)"
-    first, second = (sorted(s.tokens for s in similarity.statements(x)) for x in (one, two))
+    first, second = (sorted(s.tokens for s in fingerprints.statements(x)) for x in (one, two))
     assert first == second
     assert ("_0", "=", "f", "(", "x", ")") in first  # f, x: not bound here, so kept
     assert ("_0", "=", "tf", ".", "gather", "(", "y", ",", "_1", ")") in first
