@@ -4,7 +4,8 @@
 what is left and reaps it (no grace: SIGKILL at once, for a kernel that is thrown away).
 `tree(pid)` and `group(pid)` say which processes belong to a started one: everything
 below it, or everything in the process group it leads (a server started in its own
-session, and what it spawned).
+session, and what it spawned); `resident_bytes` and `folder_bytes` measure what a
+watched process uses.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import threading
 
 import psutil
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def descendants(pid: int) -> list[int]:
@@ -84,3 +87,27 @@ def end(processes, grace: float = 0.0, background: bool = False) -> None:
         threading.Thread(target=finish, daemon=True).start()
     else:
         finish()
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of `pid` in bytes (0 once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def folder_bytes(folder) -> int:
+    """Bytes of the files in `folder` (the runtime folder: a few sockets and files)."""
+    total = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in list(entries)[:1000]:
+                try:
+                    total += entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    return total

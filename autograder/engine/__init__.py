@@ -1,8 +1,8 @@
 """The grading engine: one submission graded, the same way wherever it is graded.
 
 `submission` grades a job (student, assignment, notebook text) with nbgrader's autograde in
-a private copy of the course folder; `executor` runs the notebook's own cells in a sandboxed
-kernel (`session`, `sandbox`, `kernel`, `service`; `withheld`: the library without the
-graded exercises) and its test cells here, in the grader (`trusted`, `remote`, `wire`: only
-data crosses between the two).
+a private copy of the course folder; `executor` runs the notebook's own cells in a
+sandboxed kernel (`session`, `messages`, `sandbox`, `kernel`, `service`; `withheld`: the
+library without the graded exercises) and its test cells here, in the grader (`trusted`,
+`remote`, `wire`: only data crosses between the two).
 """

@@ -26,15 +26,13 @@ import zmq
 from jupyter_client import KernelManager
 
 from autograder import course, processes
-from autograder.engine import sandbox
+from autograder.engine import messages, sandbox
 from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
-PAGE = os.sysconf("SC_PAGE_SIZE")
-MAX_MESSAGE = 32 * 2**20  # bytes of one message from the kernel
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
 
@@ -56,12 +54,6 @@ class _Manager(KernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         return [*self.wrapper, self.python, "-m", "autograder.engine.kernel", "-f",
                 self.connection_file]
-
-
-def _output_size(out) -> int:
-    if out.get("output_type") == "stream":
-        return len(out.get("text", ""))
-    return len(str(out.get("data", ""))) + len(str(out.get("traceback", "")))
 
 
 class KernelSession:
@@ -121,7 +113,7 @@ class KernelSession:
         km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km = km
         self.kc = km.client()
-        _limit_messages(self.kc, MAX_MESSAGE)
+        messages.limit_size(self.kc, messages.MAX_MESSAGE)
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=120)
@@ -176,11 +168,11 @@ class KernelSession:
     def _over_limits(self, pids: list[int] | None = None) -> str | None:
         """Why the kernel's process tree (`pids`: all of it) must be stopped now, or None."""
         tree = self._pids() if pids is None else pids
-        used = sum(map(_resident_bytes, tree))
+        used = sum(map(processes.resident_bytes, tree))
         if used > self.limits.memory_mb * 2**20:
             return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
                     "stopped")
-        if self.use_sandbox and _folder_bytes(self.runtime) > RUNTIME_QUOTA:
+        if self.use_sandbox and processes.folder_bytes(self.runtime) > RUNTIME_QUOTA:
             return (f"the kernel wrote more than {RUNTIME_QUOTA >> 20} MB into its runtime "
                     "folder and was stopped")
         if len(tree) > self.limits.max_processes:
@@ -265,7 +257,7 @@ class KernelSession:
                                                         "or the process was killed)")
                     return result
                 continue
-            out = _output(msg, msg_id)  # None: not this cell's, or not a well-formed output
+            out = messages.output(msg, msg_id)  # None: not this cell's, or malformed
             if out == "idle":
                 idle = True
                 continue
@@ -275,7 +267,7 @@ class KernelSession:
             if out is None:
                 continue
             kind = out["output_type"]
-            used += _output_size(out)
+            used += messages.output_size(out)
             if used > cap:
                 if not result.truncated:
                     result.truncated = True
@@ -310,7 +302,7 @@ class KernelSession:
         self._kill_tree()
         result.status = "died"
         result.reason = ("the kernel's connection to the grader broke (a message over "
-                         f"{MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
+                         f"{messages.MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
         return result
 
     def _reply(self, msg_id: str) -> dict:
@@ -338,84 +330,6 @@ class KernelSession:
                     parent.get("msg_id") != msg_id or not isinstance(content, dict):
                 continue
             self.kc.input(on_input(str(content.get("prompt", ""))))
-
-
-def _output(msg, msg_id: str):
-    """What an iopub message means for the cell `msg_id`: "idle", "clear", an output, or
-    None (another cell's, another kind, or a message the kernel shaped wrongly)."""
-    try:
-        parent = msg.get("parent_header")
-        if not isinstance(parent, dict) or parent.get("msg_id") != msg_id:
-            return None
-        kind, content = msg.get("msg_type"), msg.get("content")
-        if not isinstance(content, dict):
-            return None
-        if kind == "status":
-            return "idle" if content.get("execution_state") == "idle" else None
-        if kind == "clear_output":
-            return "clear"
-        if kind not in ("stream", "display_data", "execute_result", "error"):
-            return None
-        if kind == "stream" and not (isinstance(content.get("text"), str) and
-                                     content.get("name") in ("stdout", "stderr")):
-            return None
-        if kind == "error":
-            content["ename"] = str(content.get("ename", ""))[:200]
-            content["evalue"] = str(content.get("evalue", ""))[:4000]
-            content["traceback"] = [str(t)[:4000] for t in content.get("traceback", [])
-                                    if isinstance(t, str)][:50] \
-                if isinstance(content.get("traceback"), list) else []
-        if kind in ("display_data", "execute_result") and \
-                not isinstance(content.get("data"), dict):
-            return None
-        return nbformat.v4.output_from_msg(msg)
-    except Exception:  # noqa: BLE001 - a message the grader cannot read is dropped
-        return None
-
-
-def _resident_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as handle:
-            return int(handle.read().split()[1]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _folder_bytes(folder) -> int:
-    """Bytes of the files in `folder` (the runtime folder: a few sockets and files)."""
-    total = 0
-    try:
-        with os.scandir(folder) as entries:
-            for entry in list(entries)[:1000]:
-                try:
-                    total += entry.stat(follow_symlinks=False).st_size
-                except OSError:
-                    pass
-    except OSError:
-        pass
-    return total
-
-
-def _limit_messages(client, limit: int) -> None:
-    """Messages from the kernel above `limit` bytes end the connection (ZMQ_MAXMSGSIZE,
-    set before the socket connects), so that a kernel cannot fill the grader's memory
-    with one reply."""
-    import types
-
-    import zmq
-    from jupyter_client.connect import channel_socket_types
-
-    def limited(self, channel, identity=None):
-        sock = self.context.socket(channel_socket_types[channel])
-        sock.linger = 1000
-        sock.setsockopt(zmq.MAXMSGSIZE, limit)
-        sock.setsockopt(zmq.SNDTIMEO, 10_000)  # a send to a dropped kernel fails, not hangs
-        if identity:
-            sock.identity = identity
-        sock.connect(self._make_url(channel))
-        return sock
-
-    client._create_connected_socket = types.MethodType(limited, client)
 
 
 def _matplotlib_cache() -> str:
