@@ -2,7 +2,8 @@
 
 For every release notebook: open it, Restart Kernel and Run All (the blank notebook's
 tests raise NotImplementedError), press Validate (it lists the failing tests), fill the
-answer cells from the solution, reload, run all again, press Validate (success). And a
+answer cells from the solution, reload, run all again (01's TensorBoard trace is checked),
+press Validate (success): every notebook's Validate passes once answered. And a
 read-only test cell cannot be edited from the page; the property inspector can still
 unlock it (upstream, jupyter/nbgrader#1882), and Validate then says the cell changed.
 Screenshots of each step go to test-artifacts/browser/<notebook>/NN-step.png.
@@ -121,6 +122,8 @@ def test_notebook_runs_and_validates_in_jupyterlab(browser, lab, release):
         assert "NotImplementedError" not in notebook.cell(first_answer).inner_text()
         notebook.shot("filled-reloaded", cell=first_answer)
 
+        logs = disk.parent / "logs"
+        shutil.rmtree(logs, ignore_errors=True)  # what the blank run traced
         notebook.run_all(code, restart=True)
         notebook.save()
         ran = read_notebook(disk)
@@ -129,6 +132,8 @@ def test_notebook_runs_and_validates_in_jupyterlab(browser, lab, release):
         errors = {i: outputs(ran.cells[i]) for i in code
                   if any(o["output_type"] == "error" for o in ran.cells[i].outputs)}
         assert not errors, f"the filled notebook raised in cells {errors}"
+        if release.parent.name == "01-autodiff":
+            check_tensorboard_graph(logs / "01-autodiff")
         notebook.shot("filled-run-all", cell=first_test)
 
         # 4. Validate on the filled notebook: success
@@ -142,6 +147,28 @@ def test_notebook_runs_and_validates_in_jupyterlab(browser, lab, release):
     print(f"\n{rel}: opened, run and validated in the browser in "
           f"{time.monotonic() - started:.0f} s; screenshots in "
           f"{notebook.shots.relative_to(ROOT)}/")
+
+
+def check_tensorboard_graph(logdir):
+    """The notebook's trace is a TensorBoard log a person can open: it holds the graph of
+    the training step, update ops included (what TensorBoard's Graphs tab reads)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorflow.core.protobuf import config_pb2
+
+    assert list(logdir.glob("events.out.tfevents.*")), f"no event file in {logdir}"
+    events = EventAccumulator(str(logdir))
+    events.Reload()
+    traces = [tag for tag in events.Tags()["tensors"]
+              if events.SummaryMetadata(tag).plugin_data.plugin_name
+              == "graph_run_metadata_graph"]
+    assert traces == ["train_step"], f"graph traces in the log: {traces}"
+    metadata = config_pb2.RunMetadata()
+    metadata.ParseFromString(events.Tensors("train_step")[0].tensor_proto.string_val[0])
+    ops = {node.op for graph in metadata.function_graphs
+           for node in graph.pre_optimization_graph.node}
+    assert "AssignSubVariableOp" in ops, f"the traced step has no update op: {sorted(ops)}"
+    # the mean's and the subtraction's gradients (Tile, Neg) appear only in the backward pass
+    assert {"Tile", "Neg"} <= ops, f"the backward pass is missing from the graph: {sorted(ops)}"
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ def _descendants():
     return [p.pid for p in psutil.Process().children(recursive=True)]
 
 
+@pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_start_stop_and_a_dead_server_is_named():
     before = set(_descendants())
     c = cluster.LocalCluster(num_ps=2, num_workers=1)
@@ -76,6 +77,7 @@ def test_start_stop_and_a_dead_server_is_named():
     assert _gone(list(pids.values()) + list(started)), "a server process outlived stop()"
 
 
+@pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_the_end_of_the_process_stops_the_cluster():
     code = ("from sparse_embeddings import cluster\n"
             "if __name__ == '__main__':\n"

@@ -97,6 +97,7 @@ def test_embedding_gradient_stays_sparse_and_only_new_rows_move():
     checks.check_rows_changed(new_before, embedding.new_rows, looked_up, name="new rows")
 
 
+@pytest.mark.slow  # a training run: 8-15 s on a slow machine
 def test_train_step_lowers_the_loss_and_clips():
     tagger = small_tagger(use_chars=False, dropout=0.0)
     batch = tagger.batch(TRAIN)
@@ -145,6 +146,7 @@ def test_decode_bio_is_the_best_sequence_that_obeys_the_bio_rules():
     assert ner.decode_bio(logits, [2], allowed).tolist() == [[1, 2]]
 
 
+@pytest.mark.slow  # a training run: 8-15 s on a slow machine
 def test_fit_with_word_dropout_reads_unk_for_training_tokens():
     for rate, moves in ((1.0, False), (0.0, True)):
         tagger = small_tagger()
@@ -190,6 +192,7 @@ def test_precision_recall_f1_equals_seqeval():
         ner.precision_recall_f1([["O"]], [["O", "O"]])
 
 
+@pytest.mark.slow  # a training run: 8-15 s on a slow machine
 def test_fit_logs_scalars_predicts_and_saves(tmp_path, capsys):
     tagger = small_tagger()
     history = tagging.fit(tagger, TRAIN, TRAIN, epochs=2, batch_size=2, logdir=tmp_path / "tb",

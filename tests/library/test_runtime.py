@@ -3,9 +3,12 @@
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
+@pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_importing_the_runtime_module_writes_nothing_to_stderr():
     code = ("import sparse_embeddings.runtime\nimport keras\nimport tensorflow as tf\n"
             "print(tf.reduce_sum(tf.ones(3)).numpy())\n"
@@ -17,6 +20,7 @@ def test_importing_the_runtime_module_writes_nothing_to_stderr():
     assert done.stderr == "later stderr still shows\n"
 
 
+@pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_without_it_tensorflow_does_write_its_start_up_log():
     """The check above can fail: the start-up lines are real on this machine."""
     done = subprocess.run([sys.executable, "-c", "import tensorflow"], cwd=ROOT,
