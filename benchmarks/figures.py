@@ -299,6 +299,12 @@ def _(r):
     return f"{minutes} min {seconds} s"
 
 
+@figure("suite.loop", "suite")
+def _(r):
+    """The machine's speed: the slow limit's loop (tests/conftest.py) in seconds."""
+    return f"{r['loop_s']:.2f} s" if r.get("loop_s") else "not recorded"
+
+
 def _file_seconds(r, path: str) -> float:
     """Seconds of one test file, keyed by its path under tests/ ("hub/test_hub.py"); a
     record written while tests/ was flat keys it by file name ("test_hub.py")."""
