@@ -64,15 +64,24 @@ def _package_dirs() -> dict[str, str]:
     return found
 
 
+def library_folder() -> str | None:
+    """Where the course library's package is (the folder a withheld copy is shown at)."""
+    from autograder import course
+
+    return _package_dirs().get(course.facts().library or "")
+
+
 def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
-            fonts: str = "", library: Path | None = None) -> list[str]:
+            fonts: str = "", library: Path | None = None, read_only=()) -> list[str]:
     """The bwrap command line that runs the rest of the command in the sandbox.
 
     `runtime` (the kernel's connection file and sockets) is the one host folder bound
     writable (the kernel gives up writing there once its sockets are bound:
     autograder.engine.kernel); `env` is the kernel's whole environment; `fonts`, the grader's
     matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
-    place of the course library (a copy without the graded notebook's answers).
+    place of the course library (a copy without the graded notebook's answers);
+    `read_only` folders inside `runtime` are seen read-only (the fork server's library
+    copies: autograder.engine.forkserver).
     """
     args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
             "--hostname", "grading", "--die-with-parent", "--new-session",
@@ -102,8 +111,10 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
         args += ["--ro-bind", shown, folder]
     if fonts:
         args += ["--ro-bind-try", fonts, FONT_CACHE]
-    args += ["--bind", str(runtime), str(runtime),
-             "--size", str(scratch_mb * 2**20), "--tmpfs", HOME, "--chdir", HOME,
+    args += ["--bind", str(runtime), str(runtime)]
+    for folder in read_only:
+        args += ["--ro-bind", str(folder), str(folder)]
+    args += ["--size", str(scratch_mb * 2**20), "--tmpfs", HOME, "--chdir", HOME,
              "--remount-ro", "/", "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]

@@ -23,10 +23,11 @@ from pathlib import Path
 import nbformat
 import psutil
 import zmq
-from jupyter_client import KernelManager
+from jupyter_client import BlockingKernelClient, KernelManager
+from jupyter_client.connect import write_connection_file
 
 from autograder import course, processes
-from autograder.engine import messages, sandbox
+from autograder.engine import forkserver, messages, sandbox
 from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
@@ -65,16 +66,16 @@ class KernelSession:
         self.kc = None
         self.runtime = None
         self.killed_for = None
+        self.warm = False  # the kernel came from a fork server (autograder.engine.forkserver)
+        self._top = None  # host PID of the kernel's top process (bubblewrap, or A)
+        self._supervisors: set[int] = set()  # the fork server's A and B: not the kernel's use
+        self._kernel = None  # host PID of a forked kernel (C)
+        self._server = None
         self._stop_watch = threading.Event()
 
     # -- start and stop ------------------------------------------------------------------
     def start(self) -> None:
-        # short (socket paths < 108 B), and outside the sandbox's writable /tmp and /home,
-        # so that the kernel's Landlock rules leave it read-only to the kernel
         facts = course.facts()
-        parent = RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
-        self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=parent))
-        os.chmod(self.runtime, 0o700)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8",
@@ -89,11 +90,27 @@ class KernelSession:
                 env[name] = os.environ[name]
             elif self.limits.kernel_threads:
                 env[name] = str(self.limits.kernel_threads)
+        if self.use_sandbox and forkserver.enabled() and _WARM["usable"]:
+            try:
+                self._start_warm(env, facts)
+            except forkserver.ForkServerError as error:
+                _WARM["usable"] = False  # for this process: each kernel in its own sandbox
+                print(f"course-grade: kernels start cold ({error})", file=sys.stderr)
+                self._cleanup()
+            else:
+                return self._connect()
+        self._start_cold(env)
+        self._connect()
+
+    def _start_cold(self, env: dict) -> None:
+        """The kernel as a fresh process: in its own bubblewrap sandbox, or plainly."""
+        # short (socket paths < 108 B), and outside the sandbox's writable /tmp and /home,
+        # so that the kernel's Landlock rules leave it read-only to the kernel
+        self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=_runtime_parent()))
+        os.chmod(self.runtime, 0o700)
         if self.use_sandbox:
             fonts = _matplotlib_cache()
-            env.update(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
-                       COURSE_GRADE_SANDBOXED="1",
-                       COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
+            env.update(_sandboxed_env(fonts))
             wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts,
                                       library=self.library)
             cwd = "/"
@@ -112,7 +129,33 @@ class KernelSession:
         # the kernel's own start-up chatter (not cell output) is dropped
         km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km = km
+        self._top = km.provisioner.process.pid
         self.kc = km.client()
+
+    def _start_warm(self, env: dict, facts) -> None:
+        """The kernel forked from a fork server that has TensorFlow loaded already."""
+        fonts = _matplotlib_cache()
+        env.update(_sandboxed_env(fonts))
+        server_env = dict(env, COURSE_GRADE_PRELOAD=",".join(
+            forkserver.server_preload(facts.preload, facts.library or "")))
+        key = (server_env, fonts, _runtime_parent())
+        self._server = (forkserver.acquire(*key), key)
+        server = self._server[0]
+        self.runtime = server.new_runtime()
+        connection = self.runtime / "conn.json"
+        write_connection_file(str(connection), transport="ipc", ip=str(self.runtime / "k"))
+        library_folder = sandbox.library_folder() if self.library is not None else None
+        self._top = server.spawn(connection, env, self.limits.scratch_mb, self.library,
+                                 library_folder)
+        below = processes.descendants(self._top)  # B, then C (the kernel), started
+        if len(below) < 2:
+            raise forkserver.ForkServerError("the forked kernel ended at once")
+        self._supervisors, self._kernel = {self._top, below[0]}, below[1]
+        self.warm = True
+        self.kc = BlockingKernelClient(connection_file=str(connection))
+        self.kc.load_connection_file()
+
+    def _connect(self) -> None:
         messages.limit_size(self.kc, messages.MAX_MESSAGE)
         self.kc.start_channels()
         try:
@@ -126,31 +169,36 @@ class KernelSession:
         self._stop_watch.set()
         if self.kc is not None:
             self.kc.stop_channels()
+        self._kill_tree(wait=self.warm)  # a warm server's next kernel waits for the last
         if self.km is not None:
-            self._kill_tree(wait=False)
             try:
                 self.km.cleanup_resources()
             except Exception:  # noqa: BLE001 - best effort on a dead kernel
                 pass
-        if self.runtime is not None:
-            shutil.rmtree(self.runtime, ignore_errors=True)
+        self._cleanup()
         self.km = self.kc = None
 
+    def _cleanup(self) -> None:
+        if self.runtime is not None:
+            shutil.rmtree(self.runtime, ignore_errors=True)
+            self.runtime = None
+        if self._server is not None:
+            server, key = self._server
+            forkserver.release(server, *key)
+            self._server = None
+
     def _process(self):
-        provisioner = getattr(self.km, "provisioner", None)
-        process = getattr(provisioner, "process", None)
         try:
-            return psutil.Process(process.pid) if process else None
+            return psutil.Process(self._top) if self._top else None
         except psutil.Error:
             return None
 
     def _pids(self) -> list[int]:
-        """The kernel's process tree: bubblewrap (or the kernel) first."""
-        provisioner = getattr(self.km, "provisioner", None)
-        process = getattr(provisioner, "process", None)
-        if process is None or not os.path.exists(f"/proc/{process.pid}"):
+        """The kernel's process tree: its top process (bubblewrap, or the fork server's
+        child A) first."""
+        if self._top is None or not os.path.exists(f"/proc/{self._top}"):
             return []
-        return [process.pid, *processes.descendants(process.pid)]
+        return [self._top, *processes.descendants(self._top)]
 
     def _tree(self) -> list:
         pids = self._pids()
@@ -168,7 +216,7 @@ class KernelSession:
     def _over_limits(self, pids: list[int] | None = None) -> str | None:
         """Why the kernel's process tree (`pids`: all of it) must be stopped now, or None."""
         tree = self._pids() if pids is None else pids
-        used = sum(map(processes.resident_bytes, tree))
+        used = sum(processes.resident_bytes(p) for p in tree if p not in self._supervisors)
         if used > self.limits.memory_mb * 2**20:
             return (f"the kernel used more than {self.limits.memory_mb} MB of memory and was "
                     "stopped")
@@ -192,7 +240,14 @@ class KernelSession:
                 return
 
     def interrupt(self) -> None:
-        """SIGINT to the kernel itself (not to bubblewrap, whose death ends the sandbox)."""
+        """SIGINT to the kernel itself (not to bubblewrap or the fork server's supervisors,
+        whose death ends the sandbox)."""
+        if self._kernel is not None:
+            try:
+                psutil.Process(self._kernel).send_signal(signal.SIGINT)
+            except psutil.Error:
+                pass
+            return
         for process in self._tree():
             try:
                 if any("autograder.engine.kernel" == part for part in process.cmdline()) and \
@@ -330,6 +385,19 @@ class KernelSession:
                     parent.get("msg_id") != msg_id or not isinstance(content, dict):
                 continue
             self.kc.input(on_input(str(content.get("prompt", ""))))
+
+
+_WARM = {"usable": True}  # False once a fork server failed in this process
+
+
+def _runtime_parent() -> str | None:
+    return RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
+
+
+def _sandboxed_env(fonts: str) -> dict:
+    return dict(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
+                COURSE_GRADE_SANDBOXED="1",
+                COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
 
 
 def _matplotlib_cache() -> str:

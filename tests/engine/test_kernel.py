@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import psutil
 import pytest
 import tensorflow as tf
 
@@ -205,3 +206,58 @@ def test_a_test_that_deletes_or_restores_a_notebook_name_changes_the_notebook(ke
     assert run.status == "ok", run
     after = kernel.run("print(sum_of_squares(2), limit)").outputs[0]["text"]
     assert after.split() == ["5", "3"]
+
+
+def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
+    """Kernels forked from one fork server (autograder.engine.forkserver): the second starts
+    in seconds, and sees none of the first's files, processes or library copy; no kernel
+    can read the server's memory, hold a capability, or see another notebook's library."""
+    from autograder.engine import withheld
+
+    library = withheld.library_copy({"rows_changed"}, tmp_path, "autodiff.ipynb")
+    limits = Limits(cell_timeout=30)
+    first = KernelSession(limits, use_sandbox=True, library=library)
+    first.start()
+    assert first.warm, "the fork server did not start here: kernels start cold"
+    left = first.run("import os, subprocess\n"
+                     "for path in ('/home/student/left', '/tmp/left', '/dev/shm/left'):\n"
+                     "    open(path, 'w').write('x')\n"
+                     "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+                     "from sparse_embeddings import checks\n"
+                     "try:\n    checks.rows_changed(None, None)\n"
+                     "except Exception as error:\n    print(type(error).__name__)")
+    assert "Withheld" in left.outputs[0]["text"]
+    server, libraries = first._server[0], str(first._server[0].libraries)
+    started = first._pids()
+    first.stop()
+    time.sleep(1)
+    assert not [pid for pid in started if psutil.pid_exists(pid) and
+                psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+
+    second = KernelSession(limits, use_sandbox=True)
+    began = time.monotonic()
+    second.start()
+    try:
+        assert second.warm and second._server[0] is server
+        assert time.monotonic() - began < 8
+        probe = second.run(
+            "import os\n"
+            "print([p for p in ('/home/student/left', '/tmp/left', '/dev/shm/left')\n"
+            "       if os.path.exists(p)])\n"
+            f"print(os.listdir({libraries!r}))\n"
+            "status = dict(line.split(':', 1) for line in open('/proc/self/status'))\n"
+            "print(int(status['CapEff'], 16), int(status['CapBnd'], 16))\n"
+            "mine = {os.readlink('/proc/self')}  # its PID as this /proc numbers it\n"
+            "readable = []\n"
+            "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+            "    try:\n        open(f'/proc/{pid}/mem', 'rb').read(1)\n"
+            "        readable.append(pid)\n"
+            "    except PermissionError:\n        pass\n    except OSError:\n"
+            "        readable.append(pid) if pid not in mine else None\n"
+            "print(readable)\n"
+            "print(sum('sleep' in open(f'/proc/{p}/cmdline').read()\n"
+            "          for p in filter(str.isdigit, os.listdir('/proc'))))")
+        lines = probe.outputs[0]["text"].splitlines()
+        assert lines == ["[]", "[]", "0 0", "[]", "0"], lines
+    finally:
+        second.stop()

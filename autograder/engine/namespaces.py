@@ -1,0 +1,125 @@
+"""The Linux calls that give a forked kernel namespaces of its own (engine.forkserver).
+
+They run inside the sandbox, as its unprivileged user. A new user namespace gives a process
+every capability over the namespaces it creates with it, and over nothing else: that is
+enough to mount a fresh home and /tmp, to show the library without the graded answers, and
+to bring up a loopback device. `drop_privileges` then gives every capability up for good,
+before any of the student's code runs. Mounts made in the sandbox around it stay locked:
+no process below can remove them (Linux's rule for mounts seen from a less privileged
+user namespace).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import socket
+import struct
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+ALL = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def unshare(flags: int = ALL) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def map_user(uid: int, gid: int) -> None:
+    """In the new user namespace, the same user and group as outside it (and no others)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    def encode(text):
+        return None if text is None else text.encode()
+
+    _check(_libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags),
+                       encode(data)), f"mount on {target}")
+
+
+def private_mounts() -> None:
+    """Mounts made from now on are this namespace's alone."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def tmpfs(target: str, size: int, uid: int, gid: int, mode: int = 0o755) -> None:
+    """A fresh, empty tmpfs of `size` bytes on `target`, owned by uid:gid."""
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={size},mode={mode:o},uid={uid},gid={gid}")
+
+
+def bind_read_only(source: str, target: str) -> None:
+    """`source` seen at `target`, read-only (keeping the flags the sandbox locked)."""
+    _mount(source, target, None, MS_BIND | MS_REC)
+    kept = os.statvfs(source).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+
+
+def loopback_up() -> None:
+    """Bring up `lo` in this (new) network namespace: the only device it has."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh14s", b"lo", 0, b"")
+        flags = struct.unpack("16sh14s", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sh14s", b"lo", flags | iff_up, b""))
+
+
+def die_with_parent(signal_number: int) -> None:
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal_number, 0, 0, 0), "PR_SET_PDEATHSIG")
+
+
+def set_dumpable(on: bool) -> None:
+    """Off: no process of this user may read this one's memory or trace it, unless it
+    holds CAP_SYS_PTRACE where this process was started (no kernel does)."""
+    _check(_libc.prctl(PR_SET_DUMPABLE, int(on), 0, 0, 0), "PR_SET_DUMPABLE")
+
+
+class _Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges() -> None:
+    """Give up every capability (bounding, ambient, effective, permitted, inheritable) and
+    the right to gain any (no_new_privs); OSError unless /proc says all are gone."""
+    for capability in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            break  # past the last capability this Linux knows
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = _Header(CAPABILITY_VERSION_3, 0), (_Data * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    with open("/proc/self/status") as handle:
+        held = {line.split(":")[0]: int(line.split()[1], 16) for line in handle
+                if line.startswith(("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"))}
+    if any(held.values()):
+        raise OSError(f"capabilities still held after dropping them: {held}")
