@@ -210,29 +210,47 @@ def submissions(release, solution, mutants: dict[str, list[Mutant]],
 def run(root: Path, assignment: str, mutants_dir: Path, workers: int | None = None,
         log=print) -> list[Verdict]:
     """Grade the blank, perfect and mutant submissions of one assignment; one verdict each."""
-    notebooks = course.solution_notebooks(root, assignment)
-    if len(notebooks) != 1:
-        raise ValueError(f"{assignment}: the mutant harness expects one notebook per assignment")
-    solution = read_notebook(notebooks[0])
-    name = notebooks[0].name
-    mutants = discover(mutants_dir)
-    graded_exercises = exercises(solution)
-    unknown = sorted(set(mutants) - set(graded_exercises))
-    if unknown:
-        raise ValueError(f"{mutants_dir}: no answer cell has grade id {', '.join(unknown)}")
+    return run_many(root, {assignment: mutants_dir}, workers, log)[assignment]
 
-    callees = callees_of(graded_exercises)
 
+def run_many(root: Path, mutants_dirs: dict[str, Path], workers: int | None = None,
+             log=print) -> dict[str, list[Verdict]]:
+    """`run` for several assignments (assignment -> its mutants' folder), generated once
+    and graded in one pool of workers; assignment -> verdicts."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
-        base = autograde.prepare(root, assignment, Path(tmp) / "prep")
-        release = autograde.release_notebook(base, assignment, name)
-        built, carried = submissions(release, solution, mutants, callees)
-        submissions_ = {student: {name: nb} for student, nb in built.items()}
-        results = autograde.autograde(root, assignment, submissions_, workers=workers,
-                                    work=Path(tmp) / "grade", log=log)
+    plans = {}
+    for assignment, mutants_dir in sorted(mutants_dirs.items()):
+        notebooks = course.solution_notebooks(root, assignment)
+        if len(notebooks) != 1:
+            raise ValueError(f"{assignment}: the mutant harness expects one notebook per "
+                             "assignment")
+        solution = read_notebook(notebooks[0])
+        mutants = discover(mutants_dir)
+        graded_exercises = exercises(solution)
+        unknown = sorted(set(mutants) - set(graded_exercises))
+        if unknown:
+            raise ValueError(f"{mutants_dir}: no answer cell has grade id {', '.join(unknown)}")
+        plans[assignment] = (notebooks[0].name, solution, mutants, graded_exercises,
+                             callees_of(graded_exercises))
 
+    carried, by_assignment = {}, {}
+    with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
+        base = autograde.prepare(root, sorted(plans), Path(tmp) / "prep")
+        # the later notebooks train longer: graded first, so that no worker is left with
+        # a long one while the other has finished
+        for assignment, (name, solution, mutants, _, callees) in reversed(plans.items()):
+            release = autograde.release_notebook(base, assignment, name)
+            built, carried[assignment] = submissions(release, solution, mutants, callees)
+            by_assignment[assignment] = {student: {name: nb} for student, nb in built.items()}
+        results = autograde.autograde_many(root, by_assignment, workers=workers,
+                                           work=Path(tmp) / "grade", log=log, base=base)
+
+    return {assignment: _verdicts(results[assignment], carried[assignment], *plans[assignment])
+            for assignment in plans}
+
+
+def _verdicts(results, carried, name, solution, mutants, graded_exercises, callees):
     verdicts = []
     for student, by_notebook in sorted(results.items()):
         result = by_notebook[name]

@@ -52,16 +52,22 @@ class NotebookResult:
         return {t: self.cells[t] for t in exercise.tests if t in self.cells}
 
 
-def prepare(root: Path, assignment: str, work: Path, cache: Path | None = None) -> Path:
-    """A course folder under `work` with `assignment` generated into its gradebook.
+def prepare(root: Path, assignment: str | list[str], work: Path,
+            cache: Path | None = None) -> Path:
+    """A course folder under `work` with `assignment` (one, or a list) generated into its
+    gradebook.
 
-    With `cache`, a folder generated earlier from the same sources and config is
-    copied instead of running nbgrader's generate step again (seconds saved per run).
+    With `cache` (one assignment), a folder generated earlier from the same sources and
+    config is copied instead of running nbgrader's generate step again (seconds saved per
+    run).
     """
-    if cache is None:
-        base = course.make_course_dir(root, work / "base", [assignment])
-        course.run_nbgrader(["generate_assignment", assignment, "--force"], cwd=base)
+    names = [assignment] if isinstance(assignment, str) else list(assignment)
+    if cache is None or len(names) != 1:
+        base = course.make_course_dir(root, work / "base", names)
+        for name in names:
+            course.run_nbgrader(["generate_assignment", name, "--force"], cwd=base)
         return base
+    assignment = names[0]
     digest = hashlib.sha256()
     for path in sorted((root / course.SOURCE_DIR / assignment).rglob("*")) + [
             root / course.CONFIG_NAME, Path(__file__).resolve().parents[1] / "header.ipynb"]:
@@ -100,6 +106,20 @@ def autograde(root: Path, assignment: str,
     `settings` (a submission.Settings) overrides `cell_timeout` and the sandbox default.
     Returns student -> notebook file name -> NotebookResult.
     """
+    return autograde_many(root, {assignment: submissions}, workers, cell_timeout, work, log,
+                          cache, settings)[assignment]
+
+
+def autograde_many(root: Path, submissions: dict[str, dict[str, dict]],
+                   workers: int | None = None, cell_timeout: int | None = None,
+                   work: Path | None = None, log=print, cache: Path | None = None,
+                   settings=None, base: Path | None = None,
+                   ) -> dict[str, dict[str, dict[str, NotebookResult]]]:
+    """`autograde` for several assignments at once (assignment -> student -> notebook
+    file name -> notebook), in one pool of workers: no worker waits for the next
+    assignment's pool to start; jobs start in the order given. `base`: a course folder
+    these assignments were generated into already (`prepare`). Returns assignment ->
+    student -> file name -> result."""
     from autograder.engine import sandbox, submission
     from autograder.grading.intake import Submission
     from autograder.grading.repair import prepare_submission
@@ -107,40 +127,48 @@ def autograde(root: Path, assignment: str,
     owned = work is None
     work = Path(tempfile.mkdtemp(prefix="course-grade-")) if owned else work
     try:
-        base = prepare(root, assignment, work, cache=cache)
+        base = base or prepare(root, sorted(submissions), work, cache=cache)
         jobs, results = [], {}
-        for student, notebooks in sorted(submissions.items()):
-            results[student] = {}
-            for name, nb in notebooks.items():
-                release = release_notebook(base, assignment, name)
-                sub = Submission(student, assignment, name, name,
-                                 nbformat.writes(nb).encode("utf-8"))
-                prepared = prepare_submission(sub, release, {})
-                if prepared.fatal:
-                    result = NotebookResult(student, name, fatal=prepared.fatal)
-                    for cell in release.cells:
-                        meta = nbgrader_meta(cell)
-                        if meta.get("grade"):
-                            result.cells[grade_id(cell)] = CellResult(
-                                0.0, float(meta.get("points", 0)), prepared.fatal)
-                    results[student][name] = result
-                    continue
-                jobs.append(submission.Job.of((student, name), student, assignment, name,
-                                          nbformat.writes(prepared.notebook), release))
+        for assignment, students in submissions.items():  # in the order given
+            results[assignment] = {}
+            for student, notebooks in sorted(students.items()):
+                results[assignment][student] = {}
+                for name, nb in notebooks.items():
+                    release = release_notebook(base, assignment, name)
+                    sub = Submission(student, assignment, name, name,
+                                     nbformat.writes(nb).encode("utf-8"))
+                    prepared = prepare_submission(sub, release, {})
+                    if prepared.fatal:
+                        results[assignment][student][name] = _unreadable(
+                            student, name, release, prepared.fatal)
+                        continue
+                    jobs.append(submission.Job.of(
+                        (assignment, student, name), student, assignment, name,
+                        nbformat.writes(prepared.notebook), release))
         settings = settings or submission.Settings(Limits(cell_timeout=cell_timeout),
-                                               sandbox=sandbox.available()[0])
+                                                   sandbox=sandbox.available()[0])
         started = time.monotonic()
         count = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
         runs = LocalRunner(root, count).run(base, jobs, settings) if jobs else {}
-        for (student, name), run in runs.items():
-            results[student][name] = _result(student, name, run)
-        log(f"graded {len(jobs)} submissions of {assignment} with {count} workers in "
-            f"{time.monotonic() - started:.1f} s" + ("" if settings.sandbox else
-                                                      " (no sandbox here)"))
+        for (assignment, student, name), run in runs.items():
+            results[assignment][student][name] = _result(student, name, run)
+        log(f"graded {len(jobs)} submissions of {', '.join(sorted(submissions))} with "
+            f"{count} workers in {time.monotonic() - started:.1f} s" +
+            ("" if settings.sandbox else " (no sandbox here)"))
         return results
     finally:
         if owned:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _unreadable(student: str, name: str, release, why: str) -> NotebookResult:
+    """The result of a notebook that could not be graded at all: 0 in every graded cell."""
+    result = NotebookResult(student, name, fatal=why)
+    for cell in release.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade"):
+            result.cells[grade_id(cell)] = CellResult(0.0, float(meta.get("points", 0)), why)
+    return result
 
 
 def _result(student: str, name: str, run: dict) -> NotebookResult:

@@ -261,3 +261,25 @@ def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
         assert lines == ["[]", "[]", "0 0", "[]", "0"], lines
     finally:
         second.stop()
+
+
+def test_without_a_fork_server_each_kernel_starts_cold_in_its_own_sandbox(monkeypatch):
+    """Where a fork server cannot start (no nested user namespaces), or
+    COURSE_GRADE_FORKSERVER=0, the kernel is a fresh process in its own bubblewrap sandbox,
+    and the session says so."""
+    from autograder.engine import forkserver
+    from autograder.engine import session as session_module
+
+    def refuse(*args, **kwargs):
+        raise forkserver.ForkServerError("no nested user namespaces here")
+
+    monkeypatch.setattr(forkserver, "acquire", refuse)
+    monkeypatch.setitem(session_module._WARM, "usable", True)
+    session = KernelSession(Limits(cell_timeout=30), use_sandbox=True)
+    session.start()
+    try:
+        assert not session.warm and session_module._WARM["usable"] is False
+        run = session.run("import os\nprint(os.getuid(), os.getcwd())")
+        assert run.outputs[0]["text"] == "1000 /home/student\n"
+    finally:
+        session.stop()
