@@ -98,16 +98,24 @@ def resident_bytes(pid: int) -> int:
         return 0
 
 
-def folder_bytes(folder) -> int:
-    """Bytes of the files in `folder` (the runtime folder: a few sockets and files)."""
-    total = 0
-    try:
-        with os.scandir(folder) as entries:
-            for entry in list(entries)[:1000]:
-                try:
-                    total += entry.stat(follow_symlinks=False).st_size
-                except OSError:
-                    pass
-    except OSError:
-        pass
+def folder_bytes(folder, most: int = 1000) -> int:
+    """Bytes of the files in `folder` and the folders below it, looking at `most` entries
+    at most (the runtime folder: a few sockets and files)."""
+    total, todo, seen = 0, [folder], 0
+    while todo and seen < most:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > most:
+                        break
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        pass
+        except OSError:
+            pass
     return total

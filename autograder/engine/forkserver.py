@@ -9,12 +9,13 @@ Each kernel it is asked for is a child with namespaces of its own (autograder.en
     fork server (sandbox)  ->  A: new user, mount, PID, network, IPC and UTS namespaces;
                                   a fresh home, /tmp and /dev/shm; the library without
                                   the graded answers; loopback up
-                               -> B: PID 1 of the new namespace, reaps orphans
+                               -> B: PID 1 of the new namespace, with a /proc of
+                                  its own (read-only); reaps orphans
                                   -> C: every capability dropped, then the grading kernel
                                      (autograder.engine.kernel), as a fresh one would start
 
 So a kernel sees nothing another kernel left: no file (its home and /tmp are new), no
-process (its own PID namespace; when B ends, everything in it ends), no socket (its own
+process (its own PID namespace and /proc; when B ends, everything in it ends), no socket (its own
 network namespace), no other library copy (hidden under an empty tmpfs). It cannot reach
 the fork server: that is outside its PID namespace, not dumpable (its memory cannot be
 read or traced), and no other job's data is ever in it. The server holds only the
@@ -74,7 +75,7 @@ class ForkServer:
         self.libraries.mkdir()
         self._copies: dict[str, Path] = {}
         command = sandbox.command(self.folder, env, 64, fonts,
-                                  read_only=(self.libraries,))
+                                  read_only=(self.libraries,), proc_witness=True)
         self.process = subprocess.Popen(
             [*command, sys.executable, "-m", "autograder.engine.forkserver"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -100,9 +101,12 @@ class ForkServer:
     def spawn(self, connection_file: Path, env: dict[str, str], scratch_mb: int,
               library: Path | None, library_folder: str | None) -> int:
         """Start a kernel on `connection_file`; the host PID of its top process (A)."""
+        from autograder.engine import sandbox
+
         request = {"connection_file": str(connection_file), "env": env,
                    "scratch_bytes": scratch_mb * 2**20, "home": env["HOME"],
-                   "libraries": str(self.libraries)}
+                   "libraries": str(self.libraries), "folder": str(self.folder),
+                   "proc_witness": sandbox.PROC_WITNESS}
         if library is not None and library_folder:
             request.update(library=str(self._copy(Path(library))),
                            library_folder=library_folder)
@@ -293,12 +297,21 @@ def _child(request: dict, report: int) -> None:
     ns.private_mounts()
     ns.tmpfs(request["home"], int(request["scratch_bytes"]), KERNEL_UID, KERNEL_UID)
     ns.tmpfs("/tmp", 64 * 2**20, KERNEL_UID, KERNEL_UID, 0o1777)
+    # the server's /dev is one tmpfs for all its kernels: read-only below, with a
+    # fresh /dev/shm of this kernel's own
+    ns.read_only("/dev")
     ns.tmpfs("/dev/shm", 64 * 2**20, KERNEL_UID, KERNEL_UID, 0o1777)
+    # the server's folder (its passwd and group, the kernels' runtime folders) read-only,
+    # but for this kernel's runtime folder (it binds its sockets there)
+    runtime = str(Path(request["connection_file"]).parent)
+    ns.own_mount(runtime)
+    ns.read_only(request["folder"])
     if request.get("library"):
         ns.bind_read_only(request["library"], request["library_folder"])
     # every library copy of the server out of sight (another notebook's copy holds this
     # notebook's answers)
     ns.tmpfs(request["libraries"], 2**20, KERNEL_UID, KERNEL_UID, 0o555)
+    ns.tmpfs(request["proc_witness"], 4096, KERNEL_UID, KERNEL_UID, 0o555)  # out of sight
     ns.loopback_up()
     b = os.fork()
     if b == 0:
@@ -323,6 +336,9 @@ def _reaper(request: dict, report: int) -> None:
     ns.die_with_parent(signal.SIGKILL)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_IGN)
+    # a /proc of this PID namespace: the kernel's PIDs are the ones /proc shows (psutil,
+    # multiprocessing), and no process outside it is listed
+    ns.proc("/proc")
     c = os.fork()
     if c == 0:
         try:
@@ -354,6 +370,7 @@ def _kernel(request: dict, report: int) -> None:
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    ns.new_session_keyring()
     ns.drop_privileges()
     ns.set_dumpable(True)
     os.chdir(request["home"])

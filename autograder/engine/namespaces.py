@@ -80,6 +80,37 @@ def bind_read_only(source: str, target: str) -> None:
     _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
 
 
+def proc(target: str) -> None:
+    """A new /proc at `target`, of the caller's PID namespace, read-only (the /proc Linux
+    found visible already is read-only: a new one may not be more)."""
+    _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)
+
+
+def read_only(target: str) -> None:
+    """The mount at `target` read-only from now on (device nodes on it still work)."""
+    kept = os.statvfs(target).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+
+
+def own_mount(target: str) -> None:
+    """`target` a mount of its own (bound onto itself), so that it keeps its flags when
+    the folder around it is made read-only."""
+    _mount(target, target, None, MS_BIND)
+
+
+def new_session_keyring() -> None:
+    """A new, empty session keyring: no key of an earlier kernel's session is reachable."""
+    import platform
+
+    keyctl = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+    if keyctl is None:
+        return
+    if _libc.syscall(keyctl, 1, None) < 0:  # KEYCTL_JOIN_SESSION_KEYRING, anonymous
+        errno = ctypes.get_errno()
+        if errno != 38:  # ENOSYS: a Linux without keyrings
+            raise OSError(errno, f"keyctl: {os.strerror(errno)}")
+
+
 def loopback_up() -> None:
     """Bring up `lo` in this (new) network namespace: the only device it has."""
     siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1

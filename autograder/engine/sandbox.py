@@ -24,6 +24,7 @@ from pathlib import Path
 
 HOME = "/home/student"
 FONT_CACHE = "/opt/course-grade/matplotlib"  # the grader's font cache, read-only
+PROC_WITNESS = "/opt/course-grade/proc"  # a whole /proc, for the fork server's children
 ETC_FILES = ("hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ld.so.conf",
              "ld.so.conf.d", "localtime", "ssl", "ca-certificates", "fonts", "alternatives",
              "mime.types", "os-release")
@@ -72,7 +73,8 @@ def library_folder() -> str | None:
 
 
 def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
-            fonts: str = "", library: Path | None = None, read_only=()) -> list[str]:
+            fonts: str = "", library: Path | None = None, read_only=(),
+            proc_witness: bool = False) -> list[str]:
     """The bwrap command line that runs the rest of the command in the sandbox.
 
     `runtime` (the kernel's connection file and sockets) is the one host folder bound
@@ -81,7 +83,10 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
     place of the course library (a copy without the graded notebook's answers);
     `read_only` folders inside `runtime` are seen read-only (the fork server's library
-    copies: autograder.engine.forkserver).
+    copies: autograder.engine.forkserver). With `proc_witness`, this machine's /proc is
+    also seen, read-only, at PROC_WITNESS: Linux lets a namespace mount a /proc of its own
+    only where a whole one is visible already (the fork server's children mount one each,
+    and hide this one).
     """
     args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
             "--hostname", "grading", "--die-with-parent", "--new-session",
@@ -111,6 +116,8 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
         args += ["--ro-bind", shown, folder]
     if fonts:
         args += ["--ro-bind-try", fonts, FONT_CACHE]
+    if proc_witness:
+        args += ["--ro-bind", "/proc", PROC_WITNESS]
     args += ["--bind", str(runtime), str(runtime)]
     for folder in read_only:
         args += ["--ro-bind", str(folder), str(folder)]

@@ -184,7 +184,10 @@ class KernelSession:
             self.runtime = None
         if self._server is not None:
             server, key = self._server
-            forkserver.release(server, *key)
+            if self._pids():  # a process of this kernel outlived SIGKILL: no next kernel
+                server.stop()  # may share the server with it
+            else:
+                forkserver.release(server, *key)
             self._server = None
 
     def _process(self):

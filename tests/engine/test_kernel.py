@@ -241,7 +241,7 @@ def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
         assert second.warm and second._server[0] is server
         assert time.monotonic() - began < 8
         probe = second.run(
-            "import os\n"
+            "import os, sys\n"
             "print([p for p in ('/home/student/left', '/tmp/left', '/dev/shm/left')\n"
             "       if os.path.exists(p)])\n"
             f"print(os.listdir({libraries!r}))\n"
@@ -255,10 +255,17 @@ def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
             "    except PermissionError:\n        pass\n    except OSError:\n"
             "        readable.append(pid) if pid not in mine else None\n"
             "print(readable)\n"
+            "print(os.readlink('/proc/self') == str(os.getpid()),\n"
+            "      sorted(int(p) for p in os.listdir('/proc') if p.isdigit())[:2])\n"
+            f"print([os.statvfs(p).f_flag & 1 for p in ('/dev', {str(server.folder)!r},\n"
+            "    os.path.dirname(sys.argv[sys.argv.index('-f') + 1]), '/dev/shm')])\n"
             "print(sum('sleep' in open(f'/proc/{p}/cmdline').read()\n"
             "          for p in filter(str.isdigit, os.listdir('/proc'))))")
         lines = probe.outputs[0]["text"].splitlines()
-        assert lines == ["[]", "[]", "0 0", "[]", "0"], lines
+        # /dev and the server's folder read-only to the kernel (shared by all its kernels),
+        # its own runtime folder and /dev/shm writable (until Landlock)
+        # its own /proc: its PIDs as it knows them, PID 1 its namespace's reaper
+        assert lines == ["[]", "[]", "0 0", "[]", "True [1, 2]", "[1, 1, 0, 0]", "0"], lines
     finally:
         second.stop()
 
