@@ -212,14 +212,19 @@ def rows_changed(before, after) -> list[int]:
                           .any(axis=1)).tolist()
 
 
-def check_unchanged(before, after, name: str = "variable", rows=None,
-                    hint: str | None = None) -> None:
-    """`after` is bit-identical to `before` (only in `rows`, when given)."""
+def _rows_changed_checked(before, after, name: str, hint: str | None) -> list[int]:
+    """rows_changed, after checking that both are arrays of one shape."""
     b = as_numpy(before, f"{name} before")
     a = as_numpy(after, f"{name} after")
     if a.shape != b.shape:
         _fail(f"{name} changed shape from {b.shape} to {a.shape}.", hint)
-    changed = rows_changed(b, a)
+    return rows_changed(b, a)
+
+
+def check_unchanged(before, after, name: str = "variable", rows=None,
+                    hint: str | None = None) -> None:
+    """`after` is bit-identical to `before` (only in `rows`, when given)."""
+    changed = _rows_changed_checked(before, after, name, hint)
     if rows is not None:
         keep = set(np.asarray(rows).ravel().tolist())
         changed = [r for r in changed if r in keep]
@@ -230,11 +235,7 @@ def check_unchanged(before, after, name: str = "variable", rows=None,
 def check_rows_changed(before, after, expected_rows, name: str = "variable",
                        hint: str | None = None) -> None:
     """Exactly `expected_rows` of `after` differ from `before`."""
-    b = as_numpy(before, f"{name} before")
-    a = as_numpy(after, f"{name} after")
-    if a.shape != b.shape:
-        _fail(f"{name} changed shape from {b.shape} to {a.shape}.", hint)
-    changed = rows_changed(b, a)
+    changed = _rows_changed_checked(before, after, name, hint)
     expected = sorted(set(np.asarray(expected_rows).ravel().tolist()))
     if changed != expected:
         extra = sorted(set(changed) - set(expected))

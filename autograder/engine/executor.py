@@ -29,7 +29,8 @@ from traitlets import Bool, Dict, List, Unicode
 
 from autograder.cells import grade_id, is_test, place_of, release_names
 from autograder.engine import trusted
-from autograder.engine.session import CellRun, KernelSession
+from autograder.engine.cellrun import CellRun
+from autograder.engine.session import KernelSession
 from autograder.limits import Limits
 
 FINDINGS = "course_grade"

@@ -1,4 +1,4 @@
-"""The Linux calls that give a forked kernel namespaces of its own (engine.forkserver).
+"""The Linux calls that give a forked kernel namespaces of its own (autograder.engine.forks).
 
 They run inside the sandbox, as its unprivileged user. A new user namespace gives a process
 every capability over the namespaces it creates with it, and over nothing else: that is

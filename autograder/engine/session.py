@@ -2,50 +2,36 @@
 
 `KernelSession` starts `autograder.engine.kernel` (in bubblewrap, or plainly with `sandbox=False`),
 talks to it over Unix sockets in a private runtime folder (the sandbox has no network),
-runs one cell at a time with a wall-clock limit, caps each cell's output, and stops the
-kernel, with everything it started, when it passes the memory or process limit.
+runs one cell at a time (autograder.engine.cellrun: the wall-clock limit, the output cap),
+and stops the kernel, with everything it started, when it passes the memory or process
+limit.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 import psutil
-import zmq
 from jupyter_client import BlockingKernelClient, KernelManager
 from jupyter_client.connect import write_connection_file
 
 from autograder import course, processes
-from autograder.engine import forkserver, messages, sandbox
+from autograder.engine import cellrun, forkserver, messages, sandbox
+from autograder.engine.cellrun import CellRun
 from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
 THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
-INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
-
-
-@dataclass
-class CellRun:
-    outputs: list = field(default_factory=list)
-    status: str = "ok"  # ok, error, timeout, died
-    reply: dict = field(default_factory=dict)
-    truncated: bool = False
-    reason: str = ""  # why the kernel died
-    hidden: bool = False  # a test cell (run by the grader) that failed in a hidden block
 
 
 class _Manager(KernelManager):
@@ -169,7 +155,7 @@ class KernelSession:
         self._stop_watch.set()
         if self.kc is not None:
             self.kc.stop_channels()
-        self._kill_tree(wait=self.warm)  # a warm server's next kernel waits for the last
+        self.kill_tree(wait=self.warm)  # a warm server's next kernel waits for the last
         if self.km is not None:
             try:
                 self.km.cleanup_resources()
@@ -207,7 +193,7 @@ class KernelSession:
         pids = self._pids()
         return processes.tree(pids[0]) if pids else []
 
-    def _kill_tree(self, wait: bool = True) -> None:
+    def kill_tree(self, wait: bool = True) -> None:
         """SIGKILL to the kernel and all it started; without `wait`, the grader goes on
         while they finish dying."""
         processes.end(self._tree(), background=not wait)
@@ -216,7 +202,7 @@ class KernelSession:
         top = self._process()
         return top is not None and top.is_running() and top.status() != psutil.STATUS_ZOMBIE
 
-    def _over_limits(self, pids: list[int] | None = None) -> str | None:
+    def over_limits(self, pids: list[int] | None = None) -> str | None:
         """Why the kernel's process tree (`pids`: all of it) must be stopped now, or None."""
         tree = self._pids() if pids is None else pids
         used = sum(processes.resident_bytes(p) for p in tree if p not in self._supervisors)
@@ -236,10 +222,10 @@ class KernelSession:
             pids = self._pids()
             if not pids:
                 return
-            reason = self._over_limits(pids)
+            reason = self.over_limits(pids)
             if reason:
                 self.killed_for = reason
-                self._kill_tree()
+                self.kill_tree()
                 return
 
     def interrupt(self) -> None:
@@ -259,135 +245,15 @@ class KernelSession:
             except psutil.Error:
                 pass
 
-    # -- one cell ------------------------------------------------------------------------
+    # -- one cell (autograder.engine.cellrun) --------------------------------------------
     def run(self, code: str, timeout: float | None = None) -> CellRun:
         """Run a cell of the notebook; its outputs, capped, and how it ended."""
-        return self.execute(code, timeout or self.limits.timeout)
+        return cellrun.execute(self, code, timeout or self.limits.timeout)
 
     def execute(self, code: str, timeout: float, on_input=None) -> CellRun:
-        """Send `code` to the kernel and wait, at most `timeout` seconds whatever it
-        prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
-        requests (the grader's callbacks); without it the kernel gets none."""
-        result = CellRun()
-        try:
-            msg_id = self.kc.execute(code, store_history=on_input is None,
-                                     allow_stdin=on_input is not None, stop_on_error=False)
-        except zmq.ZMQError:
-            return self._broken(result)
-        deadline = time.monotonic() + timeout
-        interrupted_at = None
-        cap = self.limits.max_output_kb * 1024
-        used = 0
-        idle = False
-        iopub, stdin = self.kc.iopub_channel.socket, self.kc.stdin_channel.socket
-        poller = zmq.Poller()
-        poller.register(iopub, zmq.POLLIN)
-        if on_input is not None:
-            poller.register(stdin, zmq.POLLIN)
-        while not idle:
-            now = time.monotonic()
-            # the deadline holds however much or little the cell prints
-            if interrupted_at is None and now > deadline:
-                interrupted_at = now
-                self.interrupt()
-            elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
-                self._kill_tree()
-                result.status = "died"
-                result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
-                                 "stop when interrupted; the kernel was stopped")
-                return result
-            # one wait for either socket: a callback's input request is answered at once
-            ready = dict(poller.poll(50))
-            if on_input is not None and stdin in ready:
-                try:
-                    self._answer_input(msg_id, on_input)
-                except zmq.ZMQError:
-                    return self._broken(result)
-                continue
-            try:
-                if iopub not in ready:
-                    raise queue.Empty
-                msg = self.kc.get_iopub_msg(timeout=0)
-            except queue.Empty:
-                if not self.alive():
-                    result.status = "died"
-                    result.reason = self.killed_for or ("the kernel died (os._exit, a crash, "
-                                                        "or the process was killed)")
-                    return result
-                continue
-            out = messages.output(msg, msg_id)  # None: not this cell's, or malformed
-            if out == "idle":
-                idle = True
-                continue
-            if out == "clear":
-                result.outputs = []
-                continue
-            if out is None:
-                continue
-            kind = out["output_type"]
-            used += messages.output_size(out)
-            if used > cap:
-                if not result.truncated:
-                    result.truncated = True
-                    result.outputs.append(nbformat.v4.new_output(
-                        "stream", name="stdout",
-                        text=f"\n[course-grade: output beyond {self.limits.max_output_kb} kB "
-                             "dropped]\n"))
-                if kind != "error":
-                    continue
-            if kind == "stream" and result.outputs and \
-                    result.outputs[-1].get("output_type") == "stream" and \
-                    result.outputs[-1].get("name") == out.get("name"):
-                result.outputs[-1]["text"] += out["text"]
-            else:
-                result.outputs.append(out)
-        result.reply = self._reply(msg_id)
-        reason = self._over_limits()  # what the cell left behind is the cell's doing
-        if reason:
-            self.killed_for = reason
-            self._kill_tree()
-            result.status, result.reason = "died", reason
-        elif interrupted_at is not None:
-            result.status = "timeout"
-        elif result.reply.get("status") == "error" or any(
-                o.get("output_type") == "error" for o in result.outputs):
-            result.status = "error"
-        return result
-
-    def _broken(self, result: CellRun) -> CellRun:
-        """The kernel's connection cannot take a message (it sent one over the size limit,
-        which ends the connection): the kernel is stopped, as if it had died."""
-        self._kill_tree()
-        result.status = "died"
-        result.reason = ("the kernel's connection to the grader broke (a message over "
-                         f"{messages.MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
-        return result
-
-    def _reply(self, msg_id: str) -> dict:
-        """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
-        or the kernel shaped it wrongly."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                reply = self.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                return {}
-            parent, content = reply.get("parent_header"), reply.get("content")
-            if isinstance(parent, dict) and parent.get("msg_id") == msg_id:
-                return content if isinstance(content, dict) else {}
-        return {}
-
-    def _answer_input(self, msg_id: str, on_input) -> None:
-        while True:
-            try:
-                msg = self.kc.get_stdin_msg(timeout=0)
-            except queue.Empty:
-                return
-            parent, content = msg.get("parent_header"), msg.get("content")
-            if msg.get("msg_type") != "input_request" or not isinstance(parent, dict) or \
-                    parent.get("msg_id") != msg_id or not isinstance(content, dict):
-                continue
-            self.kc.input(on_input(str(content.get("prompt", ""))))
+        """`code` run with at most `timeout` seconds, `on_input` answering the kernel's
+        input requests (autograder.engine.cellrun.execute)."""
+        return cellrun.execute(self, code, timeout, on_input)
 
 
 _WARM = {"usable": True}  # False once a fork server failed in this process

@@ -1,0 +1,158 @@
+"""One cell run in a kernel session: the wall-clock deadline, the output cap, the kernel's
+input requests, and how the cell ended (`CellRun`).
+
+`execute` sends a cell to an `autograder.engine.session.KernelSession` and reads what the
+kernel says back: the deadline holds however much or little the cell prints (an interrupt
+first, then the kernel is stopped), output past the cap is dropped with a line that says
+so, and a kernel that died, broke its connection or passed a limit ends the cell as
+"died" with the reason.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from dataclasses import dataclass, field
+
+import nbformat
+import zmq
+
+from autograder.engine import messages
+
+INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
+
+
+@dataclass
+class CellRun:
+    outputs: list = field(default_factory=list)
+    status: str = "ok"  # ok, error, timeout, died
+    reply: dict = field(default_factory=dict)
+    truncated: bool = False
+    reason: str = ""  # why the kernel died
+    hidden: bool = False  # a test cell (run by the grader) that failed in a hidden block
+
+
+def execute(session, code: str, timeout: float, on_input=None) -> CellRun:
+    """Send `code` to the kernel and wait, at most `timeout` seconds whatever it
+    prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
+    requests (the grader's callbacks); without it the kernel gets none."""
+    result = CellRun()
+    try:
+        msg_id = session.kc.execute(code, store_history=on_input is None,
+                                 allow_stdin=on_input is not None, stop_on_error=False)
+    except zmq.ZMQError:
+        return _broken(session, result)
+    deadline = time.monotonic() + timeout
+    interrupted_at = None
+    cap = session.limits.max_output_kb * 1024
+    used = 0
+    idle = False
+    iopub, stdin = session.kc.iopub_channel.socket, session.kc.stdin_channel.socket
+    poller = zmq.Poller()
+    poller.register(iopub, zmq.POLLIN)
+    if on_input is not None:
+        poller.register(stdin, zmq.POLLIN)
+    while not idle:
+        now = time.monotonic()
+        # the deadline holds however much or little the cell prints
+        if interrupted_at is None and now > deadline:
+            interrupted_at = now
+            session.interrupt()
+        elif interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE:
+            session.kill_tree()
+            result.status = "died"
+            result.reason = (f"the cell ran past the {timeout:g} s limit and did not "
+                             "stop when interrupted; the kernel was stopped")
+            return result
+        # one wait for either socket: a callback's input request is answered at once
+        ready = dict(poller.poll(50))
+        if on_input is not None and stdin in ready:
+            try:
+                _answer_input(session, msg_id, on_input)
+            except zmq.ZMQError:
+                return _broken(session, result)
+            continue
+        try:
+            if iopub not in ready:
+                raise queue.Empty
+            msg = session.kc.get_iopub_msg(timeout=0)
+        except queue.Empty:
+            if not session.alive():
+                result.status = "died"
+                result.reason = session.killed_for or ("the kernel died (os._exit, a crash, "
+                                                    "or the process was killed)")
+                return result
+            continue
+        out = messages.output(msg, msg_id)  # None: not this cell's, or malformed
+        if out == "idle":
+            idle = True
+            continue
+        if out == "clear":
+            result.outputs = []
+            continue
+        if out is None:
+            continue
+        kind = out["output_type"]
+        used += messages.output_size(out)
+        if used > cap:
+            if not result.truncated:
+                result.truncated = True
+                result.outputs.append(nbformat.v4.new_output(
+                    "stream", name="stdout",
+                    text=f"\n[course-grade: output beyond {session.limits.max_output_kb} kB "
+                         "dropped]\n"))
+            if kind != "error":
+                continue
+        if kind == "stream" and result.outputs and \
+                result.outputs[-1].get("output_type") == "stream" and \
+                result.outputs[-1].get("name") == out.get("name"):
+            result.outputs[-1]["text"] += out["text"]
+        else:
+            result.outputs.append(out)
+    result.reply = _reply(session, msg_id)
+    reason = session.over_limits()  # what the cell left behind is the cell's doing
+    if reason:
+        session.killed_for = reason
+        session.kill_tree()
+        result.status, result.reason = "died", reason
+    elif interrupted_at is not None:
+        result.status = "timeout"
+    elif result.reply.get("status") == "error" or any(
+            o.get("output_type") == "error" for o in result.outputs):
+        result.status = "error"
+    return result
+
+def _broken(session, result: CellRun) -> CellRun:
+    """The kernel's connection cannot take a message (it sent one over the size limit,
+    which ends the connection): the kernel is stopped, as if it had died."""
+    session.kill_tree()
+    result.status = "died"
+    result.reason = ("the kernel's connection to the grader broke (a message over "
+                     f"{messages.MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
+    return result
+
+def _reply(session, msg_id: str) -> dict:
+    """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
+    or the kernel shaped it wrongly."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            reply = session.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            return {}
+        parent, content = reply.get("parent_header"), reply.get("content")
+        if isinstance(parent, dict) and parent.get("msg_id") == msg_id:
+            return content if isinstance(content, dict) else {}
+    return {}
+
+def _answer_input(session, msg_id: str, on_input) -> None:
+    while True:
+        try:
+            msg = session.kc.get_stdin_msg(timeout=0)
+        except queue.Empty:
+            return
+        parent, content = msg.get("parent_header"), msg.get("content")
+        if msg.get("msg_type") != "input_request" or not isinstance(parent, dict) or \
+                parent.get("msg_id") != msg_id or not isinstance(content, dict):
+            continue
+        session.kc.input(on_input(str(content.get("prompt", ""))))
