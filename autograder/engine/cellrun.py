@@ -13,11 +13,15 @@ from __future__ import annotations
 import queue
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import nbformat
 import zmq
 
 from autograder.engine import messages
+
+if TYPE_CHECKING:
+    from autograder.engine.session import KernelSession
 
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 
@@ -32,14 +36,14 @@ class CellRun:
     hidden: bool = False  # a test cell (run by the grader) that failed in a hidden block
 
 
-def execute(session, code: str, timeout: float, on_input=None) -> CellRun:
+def execute(session: KernelSession, code: str, timeout: float, on_input=None) -> CellRun:
     """Send `code` to the kernel and wait, at most `timeout` seconds whatever it
     prints, for it to finish. `on_input(prompt) -> str` answers the kernel's input
     requests (the grader's callbacks); without it the kernel gets none."""
     result = CellRun()
     try:
         msg_id = session.kc.execute(code, store_history=on_input is None,
-                                 allow_stdin=on_input is not None, stop_on_error=False)
+                                    allow_stdin=on_input is not None, stop_on_error=False)
     except zmq.ZMQError:
         return _broken(session, result)
     deadline = time.monotonic() + timeout
@@ -79,8 +83,8 @@ def execute(session, code: str, timeout: float, on_input=None) -> CellRun:
         except queue.Empty:
             if not session.alive():
                 result.status = "died"
-                result.reason = session.killed_for or ("the kernel died (os._exit, a crash, "
-                                                    "or the process was killed)")
+                result.reason = session.killed_for or (
+                    "the kernel died (os._exit, a crash, or the process was killed)")
                 return result
             continue
         out = messages.output(msg, msg_id)  # None: not this cell's, or malformed
@@ -112,8 +116,7 @@ def execute(session, code: str, timeout: float, on_input=None) -> CellRun:
     result.reply = _reply(session, msg_id)
     reason = session.over_limits()  # what the cell left behind is the cell's doing
     if reason:
-        session.killed_for = reason
-        session.kill_tree()
+        session.stop_for(reason)
         result.status, result.reason = "died", reason
     elif interrupted_at is not None:
         result.status = "timeout"
@@ -122,7 +125,8 @@ def execute(session, code: str, timeout: float, on_input=None) -> CellRun:
         result.status = "error"
     return result
 
-def _broken(session, result: CellRun) -> CellRun:
+
+def _broken(session: KernelSession, result: CellRun) -> CellRun:
     """The kernel's connection cannot take a message (it sent one over the size limit,
     which ends the connection): the kernel is stopped, as if it had died."""
     session.kill_tree()
@@ -131,7 +135,8 @@ def _broken(session, result: CellRun) -> CellRun:
                      f"{messages.MAX_MESSAGE >> 20} MB?) and the kernel was stopped")
     return result
 
-def _reply(session, msg_id: str) -> dict:
+
+def _reply(session: KernelSession, msg_id: str) -> dict:
     """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
     or the kernel shaped it wrongly."""
     deadline = time.monotonic() + 10
@@ -145,7 +150,8 @@ def _reply(session, msg_id: str) -> dict:
             return content if isinstance(content, dict) else {}
     return {}
 
-def _answer_input(session, msg_id: str, on_input) -> None:
+
+def _answer_input(session: KernelSession, msg_id: str, on_input) -> None:
     while True:
         try:
             msg = session.kc.get_stdin_msg(timeout=0)

@@ -16,8 +16,13 @@ import signal
 import sys
 from pathlib import Path
 
+from autograder.engine.sandbox import KERNEL_UID, SMALL_TMPFS
+
 READY = "ready"
-KERNEL_UID = 1000
+
+
+class ChildFailed(Exception):
+    """A child of the server could not set up its kernel: what it said, word for word."""
 
 
 def _reap(*_) -> None:
@@ -29,8 +34,8 @@ def _reap(*_) -> None:
 
 
 def serve() -> None:
-    """Import the preload it was given (forkserver.server_preload), say READY, then fork a kernel
-    for each request line."""
+    """Import the preload it was given (forkserver.server_preload), say READY, then fork a
+    kernel for each request line."""
     import importlib
 
     from autograder.engine import kernel, namespaces  # noqa: F401 - loaded for the children
@@ -48,6 +53,8 @@ def serve() -> None:
     for line in sys.stdin:
         try:
             reply = {"pid": _fork_kernel(json.loads(line))}
+        except ChildFailed as error:
+            reply = {"error": str(error)}
         except Exception as error:  # noqa: BLE001 - the grader falls back and says why
             reply = {"error": f"{type(error).__name__}: {error}"}
         out.write(json.dumps(reply) + "\n")
@@ -58,15 +65,22 @@ def _fork_kernel(request: dict) -> int:
     """Fork A (and below it B and the kernel C); A's PID once C is about to start its
     kernel, or the error that stopped it."""
     report_r, report_w = os.pipe()
-    pid = _fork(_child, request, report_w, close=report_r)  # A
-    os.close(report_w)
+    try:
+        pid = _fork(_isolate, request, report_w, close=report_r)  # A
+    except BaseException:
+        os.close(report_r)
+        raise
+    finally:
+        os.close(report_w)
     said = b""
-    while chunk := os.read(report_r, 4096):
-        said += chunk
-    os.close(report_r)
+    try:
+        while chunk := os.read(report_r, 4096):
+            said += chunk
+    finally:
+        os.close(report_r)
     text = said.decode(errors="replace")
     if text != "ok":
-        raise RuntimeError(text.removeprefix("error: ") or "the child ended at once")
+        raise ChildFailed(text.removeprefix("error: ") or "the child ended at once")
     return pid
 
 
@@ -92,7 +106,7 @@ def _say(fd: int, text: str) -> None:
         pass
 
 
-def _child(request: dict, report: int) -> None:
+def _isolate(request: dict, report: int) -> None:
     """A: the new namespaces and mounts; then B and C below it. A waits for B."""
     from autograder.engine import namespaces as ns
 
@@ -103,11 +117,11 @@ def _child(request: dict, report: int) -> None:
     ns.map_user(KERNEL_UID, KERNEL_UID)
     ns.private_mounts()
     ns.tmpfs(request["home"], int(request["scratch_bytes"]), KERNEL_UID, KERNEL_UID)
-    ns.tmpfs("/tmp", 64 * 2**20, KERNEL_UID, KERNEL_UID, 0o1777)
+    ns.tmpfs("/tmp", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777)
     # the server's /dev is one tmpfs for all its kernels: read-only below, with a
     # fresh /dev/shm of this kernel's own
     ns.read_only("/dev")
-    ns.tmpfs("/dev/shm", 64 * 2**20, KERNEL_UID, KERNEL_UID, 0o1777)
+    ns.tmpfs("/dev/shm", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777)
     # the server's folder (its passwd and group, the kernels' runtime folders) read-only,
     # but for this kernel's runtime folder (it binds its sockets there)
     runtime = str(Path(request["connection_file"]).parent)
@@ -182,7 +196,10 @@ def _kernel(request: dict, report: int) -> None:
     _say(report, "ok")
     os.close(report)
     sys.argv = [sys.argv[0], "-f", request["connection_file"]]
-    kernel.main()
+    try:
+        kernel.main()
+    except BaseException:  # noqa: BLE001 - `report` is closed: nothing more to say
+        os._exit(70)
     os._exit(0)
 
 

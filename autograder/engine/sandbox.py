@@ -9,8 +9,9 @@ tmpfs. It has its own process tree (PID namespace): it cannot see or signal the 
 processes, and when the kernel ends, everything it started ends with it. Its user is
 `student` (uid 1000) in a user namespace, without capabilities.
 
-The memory limit, the process count and the wall-clock limits are kept from outside by
-autograder.engine.session; the CPU-time limit is RLIMIT_CPU, set by the kernel at start.
+The memory limit and the process count are kept from outside by autograder.engine.session,
+the wall-clock limit and the output cap by autograder.engine.cellrun; the CPU-time limit is
+RLIMIT_CPU, set by the kernel at start.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import sys
 from pathlib import Path
 
 HOME = "/home/student"
+KERNEL_UID = 1000  # the kernel's user and group in its user namespace (`student`)
+SMALL_TMPFS = 64 * 2**20  # bytes of its /tmp and of its /dev/shm
 FONT_CACHE = "/opt/course-grade/matplotlib"  # the grader's font cache, read-only
 PROC_WITNESS = "/opt/course-grade/proc"  # a whole /proc, for the fork server's children
 ETC_FILES = ("hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ld.so.conf",
@@ -88,11 +91,11 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     only where a whole one is visible already (the fork server's children mount one each,
     and hide this one).
     """
-    args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
-            "--hostname", "grading", "--die-with-parent", "--new-session",
-            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-            "--size", str(64 * 2**20), "--tmpfs", "/dev/shm",
-            "--size", str(64 * 2**20), "--tmpfs", "/tmp"]
+    args = [bwrap(), "--unshare-all", "--unshare-user", "--uid", str(KERNEL_UID),
+            "--gid", str(KERNEL_UID), "--hostname", "grading", "--die-with-parent",
+            "--new-session", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+            "--size", str(SMALL_TMPFS), "--tmpfs", "/dev/shm",
+            "--size", str(SMALL_TMPFS), "--tmpfs", "/tmp"]
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         path = Path("/") / name
         if path.is_symlink():
@@ -101,8 +104,9 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
             args += ["--ro-bind", str(path), str(path)]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    (runtime / "passwd").write_text(f"student:x:1000:1000:student:{HOME}:/bin/sh\n")
-    (runtime / "group").write_text("student:x:1000:\n")
+    (runtime / "passwd").write_text(
+        f"student:x:{KERNEL_UID}:{KERNEL_UID}:student:{HOME}:/bin/sh\n")
+    (runtime / "group").write_text(f"student:x:{KERNEL_UID}:\n")
     args += ["--ro-bind", str(runtime / "passwd"), "/etc/passwd",
              "--ro-bind", str(runtime / "group"), "/etc/group"]
     prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}

@@ -193,6 +193,12 @@ class KernelSession:
         pids = self._pids()
         return processes.tree(pids[0]) if pids else []
 
+    def stop_for(self, reason: str) -> None:
+        """Stop the kernel, with all it started, because it passed a limit (`reason`, which
+        the cell that died reports)."""
+        self.killed_for = reason
+        self.kill_tree()
+
     def kill_tree(self, wait: bool = True) -> None:
         """SIGKILL to the kernel and all it started; without `wait`, the grader goes on
         while they finish dying."""
@@ -224,8 +230,7 @@ class KernelSession:
                 return
             reason = self.over_limits(pids)
             if reason:
-                self.killed_for = reason
-                self.kill_tree()
+                self.stop_for(reason)
                 return
 
     def interrupt(self) -> None:

@@ -110,3 +110,33 @@ def test_the_check_sees_what_it_must():
             [name for name, _ in imported(submission)])  # a top-level import
     assert ("autograder.engine.executor.facts_of" in
             [name for name, _ in imported(submission)])  # one inside a function
+
+
+LINE_LIMIT = 350  # lines of one module of the grader: past it, a module holds two things
+
+
+def test_a_reader_finds_every_module_on_the_maps_and_none_is_long():
+    """Each module of a package is named in its package's docstring and in the README's map
+    of the code, each top-level module in the map; no module passes LINE_LIMIT lines."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("\nautograder/ ")
+    code_map = readme[start:readme.index("\ndata/ ", start)]
+    unnamed, long = [], []
+    for path in modules():
+        if path.stem.startswith("__"):
+            continue
+        word = re.compile(rf"\b{path.stem}\b")
+        where = path.relative_to(ROOT)
+        if not word.search(code_map):
+            unnamed.append(f"{where}: not in the README's map of the code")
+        if path.parent != GRADER:
+            init = ast.get_docstring(ast.parse((path.parent / "__init__.py").read_text()))
+            if not word.search(init or ""):
+                unnamed.append(f"{where}: not in its package's docstring")
+        lines = len(path.read_text().splitlines())
+        if lines > LINE_LIMIT:
+            long.append(f"{where}: {lines} lines")
+    assert not unnamed, "\n".join(unnamed)
+    assert not long, f"split these by concern (over {LINE_LIMIT} lines): {long}"
