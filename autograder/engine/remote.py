@@ -25,6 +25,9 @@ import numpy as np
 
 from autograder.engine import wire
 from autograder.engine.service import CALLBACK, RPC
+from autograder.limits import Limits
+
+DEFAULT_OUTPUT = Limits().max_output_kb * 1024  # bytes a test cell may print
 
 
 class KernelDied(Exception):
@@ -177,7 +180,7 @@ _MISSING = object()
 class Bridge:
     """Requests of one test cell's grading to one kernel session, within a deadline."""
 
-    def __init__(self, session, deadline: float, max_output: int = 256 * 1024):
+    def __init__(self, session, deadline: float, max_output: int = DEFAULT_OUTPUT):
         self.session = session
         self.deadline = deadline
         self.outputs: list = []  # what the notebook's code printed while it was asked

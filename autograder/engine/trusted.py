@@ -24,7 +24,7 @@ import nbformat
 
 from autograder import course
 from autograder.cells import HIDDEN_MARKERS
-from autograder.engine.remote import Bridge, CellTimeout, KernelDied, Registered
+from autograder.engine.remote import DEFAULT_OUTPUT, Bridge, CellTimeout, KernelDied, Registered
 
 MESSAGE_LIMIT = 1500  # characters of a failing test's message kept for the student
 _WARMING: dict[str, threading.Thread] = {}
@@ -98,7 +98,7 @@ def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def run_test(session, source: str, imports: str, timeout: float,
-             max_output: int = 256 * 1024, names=()) -> TestRun:
+             max_output: int = DEFAULT_OUTPUT, names=()) -> TestRun:
     """Run one test cell's `source` here, with the release's `imports`, and `names` (those
     the release's own cells define) taken from `session`'s kernel; the outcome, with what
     the notebook's code and the test printed."""
