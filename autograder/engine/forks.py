@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.engine.sandbox import KERNEL_UID, SMALL_TMPFS
 
 READY = "ready"
+START_ERROR = "start-error"  # what stopped a kernel before it was ready, in its runtime folder
 
 
 class ChildFailed(Exception):
@@ -116,12 +117,16 @@ def _isolate(request: dict, report: int) -> None:
     ns.unshare(ns.ALL)
     ns.map_user(KERNEL_UID, KERNEL_UID)
     ns.private_mounts()
-    ns.tmpfs(request["home"], int(request["scratch_bytes"]), KERNEL_UID, KERNEL_UID)
-    ns.tmpfs("/tmp", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777)
+    # fresh, but for what the kernel needs beneath them (its Python, the server's folder:
+    # a checkout or a runtime folder under /tmp or the home)
+    keep = [*request.get("keep", ()), request["folder"]]
+    ns.fresh_tmpfs(request["home"], int(request["scratch_bytes"]), KERNEL_UID, KERNEL_UID,
+                   keep=keep)
+    ns.fresh_tmpfs("/tmp", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777, keep=keep)
     # the server's /dev is one tmpfs for all its kernels: read-only below, with a
     # fresh /dev/shm of this kernel's own
     ns.read_only("/dev")
-    ns.tmpfs("/dev/shm", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777)
+    ns.fresh_tmpfs("/dev/shm", SMALL_TMPFS, KERNEL_UID, KERNEL_UID, 0o1777, keep=keep)
     # the server's folder (its passwd and group, the kernels' runtime folders) read-only,
     # but for this kernel's runtime folder (it binds its sockets there)
     runtime = str(Path(request["connection_file"]).parent)
@@ -198,9 +203,19 @@ def _kernel(request: dict, report: int) -> None:
     sys.argv = [sys.argv[0], "-f", request["connection_file"]]
     try:
         kernel.main()
-    except BaseException:  # noqa: BLE001 - `report` is closed: nothing more to say
+    except BaseException as error:  # noqa: BLE001 - `report` is closed: said in a file
+        _note(Path(request["connection_file"]).parent / START_ERROR, error)
         os._exit(70)
     os._exit(0)
+
+
+def _note(path: Path, error: BaseException) -> None:
+    """What stopped the kernel, for the grader (which reads it only of a kernel that died
+    before it was ready; once ready, the kernel cannot write there: Landlock)."""
+    try:
+        path.write_text(f"{type(error).__name__}: {error}"[:400])
+    except OSError:
+        pass
 
 
 def _close_files(keep: int | None = None) -> None:

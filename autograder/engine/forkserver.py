@@ -23,7 +23,8 @@ imported modules; the course library, and so any answer, is imported by C alone.
 
 One server serves one kernel at a time (`acquire`/`release`), so the runtime folder it
 shares holds only that kernel's sockets. Where the server cannot start or fork (no nested
-user namespaces), `KernelSession` starts each kernel in its own sandbox as before.
+user namespaces), or a forked kernel dies before it is ready, `KernelSession` starts this
+and each later kernel of its process in its own sandbox, and says why in one line.
 `COURSE_GRADE_FORKSERVER=0` turns warm kernels off.
 
 This module is the grader's side (`ForkServer`, `acquire`, `release`); the server's side,
@@ -103,7 +104,8 @@ class ForkServer:
         request = {"connection_file": str(connection_file), "env": env,
                    "scratch_bytes": scratch_mb * 2**20, "home": env["HOME"],
                    "libraries": str(self.libraries), "folder": str(self.folder),
-                   "proc_witness": sandbox.PROC_WITNESS}
+                   "proc_witness": sandbox.PROC_WITNESS,
+                   "keep": [target for _, target in sandbox.python_binds()]}
         if library is not None and library_folder:
             request.update(library=str(self._copy(Path(library))),
                            library_folder=library_folder)

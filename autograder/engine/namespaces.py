@@ -73,6 +73,34 @@ def tmpfs(target: str, size: int, uid: int, gid: int, mode: int = 0o755) -> None
            f"size={size},mode={mode:o},uid={uid},gid={gid}")
 
 
+def fresh_tmpfs(target: str, size: int, uid: int, gid: int, mode: int = 0o755,
+                keep=()) -> None:
+    """`tmpfs` on `target`, but for the folders of `keep` beneath it: each is bound back at
+    its place, as it was (read-only where it was), and nothing else of what `target` held
+    is seen. (A checkout under /tmp or the home: its Python must stay, its other files were
+    never there.)"""
+    held = []
+    try:
+        for path in beneath(target, keep):
+            held.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
+        tmpfs(target, size, uid, gid, mode)
+        for path, fd in held:  # the folder under the new tmpfs, reached by its descriptor
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
+def beneath(target: str, paths) -> list[str]:
+    """The folders of `paths` strictly beneath `target` that exist, none beneath another."""
+    top = os.path.normpath(target)
+    found = sorted({os.path.normpath(p) for p in paths
+                    if os.path.commonpath([top, os.path.normpath(p)]) == top
+                    and os.path.normpath(p) != top and os.path.isdir(p)})
+    return [p for p in found if not any(p.startswith(q + os.sep) for q in found)]
+
+
 def bind_read_only(source: str, target: str) -> None:
     """`source` seen at `target`, read-only (keeping the flags the sandbox locked)."""
     _mount(source, target, None, MS_BIND | MS_REC)

@@ -75,6 +75,25 @@ def library_folder() -> str | None:
     return _package_dirs().get(course.facts().library or "")
 
 
+def python_binds(library: Path | None = None) -> list[tuple[str, str]]:
+    """(host folder, where the kernel sees it) of the course's Python: its environment's
+    prefixes outside /usr, the grader's package and the course library (`library` in its
+    place, where given). Wherever the checkout is (/tmp, a home folder), these folders and
+    no others of it are seen: the fork server's children bind them back over their fresh
+    /tmp and home (autograder.engine.forks)."""
+    binds = []
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    for prefix in sorted(prefixes):
+        if not prefix.startswith("/usr"):
+            binds.append((prefix, prefix))
+    if sys.prefix != os.path.realpath(sys.prefix):
+        binds.append((os.path.realpath(sys.prefix), sys.prefix))
+    for name, folder in _package_dirs().items():
+        shown = str(library) if library is not None and name != "autograder" else folder
+        binds.append((shown, folder))
+    return binds
+
+
 def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
             fonts: str = "", library: Path | None = None, read_only=(),
             proc_witness: bool = False) -> list[str]:
@@ -95,7 +114,10 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
             "--gid", str(KERNEL_UID), "--hostname", "grading", "--die-with-parent",
             "--new-session", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
             "--size", str(SMALL_TMPFS), "--tmpfs", "/dev/shm",
-            "--size", str(SMALL_TMPFS), "--tmpfs", "/tmp"]
+            "--size", str(SMALL_TMPFS), "--tmpfs", "/tmp",
+            # the home before any bind: a checkout under /tmp or /home/student shows
+            # through these fresh folders only where bound below (its Python and packages)
+            "--size", str(scratch_mb * 2**20), "--tmpfs", HOME]
     for name in ("bin", "lib", "lib64", "lib32", "sbin"):
         path = Path("/") / name
         if path.is_symlink():
@@ -109,15 +131,8 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     (runtime / "group").write_text(f"student:x:{KERNEL_UID}:\n")
     args += ["--ro-bind", str(runtime / "passwd"), "/etc/passwd",
              "--ro-bind", str(runtime / "group"), "/etc/group"]
-    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
-    for prefix in sorted(prefixes):
-        if not prefix.startswith("/usr"):
-            args += ["--ro-bind", prefix, prefix]
-    if sys.prefix != os.path.realpath(sys.prefix):
-        args += ["--ro-bind", os.path.realpath(sys.prefix), sys.prefix]
-    for name, folder in _package_dirs().items():
-        shown = str(library) if library is not None and name != "autograder" else folder
-        args += ["--ro-bind", shown, folder]
+    for source, target in python_binds(library):
+        args += ["--ro-bind", source, target]
     if fonts:
         args += ["--ro-bind-try", fonts, FONT_CACHE]
     if proc_witness:
@@ -125,8 +140,7 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     args += ["--bind", str(runtime), str(runtime)]
     for folder in read_only:
         args += ["--ro-bind", str(folder), str(folder)]
-    args += ["--size", str(scratch_mb * 2**20), "--tmpfs", HOME, "--chdir", HOME,
-             "--remount-ro", "/", "--clearenv"]
+    args += ["--chdir", HOME, "--remount-ro", "/", "--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]
     return [*args, "--"]

@@ -23,7 +23,7 @@ from jupyter_client import BlockingKernelClient, KernelManager
 from jupyter_client.connect import write_connection_file
 
 from autograder import course, processes
-from autograder.engine import cellrun, forkserver, messages, sandbox
+from autograder.engine import cellrun, forks, forkserver, messages, sandbox
 from autograder.engine.cellrun import CellRun
 from autograder.limits import Limits
 
@@ -32,6 +32,12 @@ THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS")
 RUNTIME_PARENT = "/var/tmp"
 RUNTIME_QUOTA = 4 * 2**20  # bytes the kernel may leave in its runtime folder (host side)
 WATCH_INTERVAL = 0.05  # seconds between two looks at the kernel's memory and processes
+READY_SECONDS = 120  # a kernel's start, TensorFlow's import included, on a slow busy machine
+START_FAILED = "the grader could not start a kernel for this notebook"
+
+
+class KernelStartError(RuntimeError):
+    """No kernel could be started; the message says why, and what to do, in one sentence."""
 
 
 class _Manager(KernelManager):
@@ -79,14 +85,32 @@ class KernelSession:
         if self.use_sandbox and forkserver.enabled() and _WARM["usable"]:
             try:
                 self._start_warm(env, facts)
-            except forkserver.ForkServerError as error:
-                _WARM["usable"] = False  # for this process: each kernel in its own sandbox
-                print(f"course-grade: kernels start cold ({error})", file=sys.stderr)
-                self._cleanup()
-            else:
                 return self._connect()
-        self._start_cold(env)
-        self._connect()
+            except Exception as error:  # noqa: BLE001 - a fork server's, a forked kernel's
+                self._fall_back(error)
+        try:
+            self._start_cold(env)
+            self._connect()
+        except Exception as error:  # noqa: BLE001 - said in one sentence, with what to do
+            self.stop()
+            raise KernelStartError(f"{START_FAILED} ({_one_line(error)}): this machine's "
+                                   "set-up, not the notebook. `make doctor` in the course's "
+                                   "folder checks its environment; grade again once it is "
+                                   "fixed") from None
+
+    def _fall_back(self, error: Exception) -> None:
+        """A warm kernel could not start: this process starts its kernels cold from now on
+        (each in its own sandbox), and says why in one line."""
+        _WARM["usable"] = False
+        print(f"course-grade: kernels start cold ({_one_line(error)})", file=sys.stderr,
+              flush=True)
+        server = self._server[0] if self._server else None
+        self._server = None  # not back to the pool: stopped below
+        self.stop()
+        if server is not None:  # of no further use to this process
+            server.stop()
+        self._stop_watch = threading.Event()
+        self.warm, self._top, self._kernel, self._supervisors = False, None, None, set()
 
     def _start_cold(self, env: dict) -> None:
         """The kernel as a fresh process: in its own bubblewrap sandbox, or plainly."""
@@ -112,6 +136,7 @@ class KernelSession:
         km = _Manager(transport="ipc", ip=str(self.runtime / "k"),
                       connection_file=str(self.runtime / "conn.json"))
         km.wrapper = wrapper
+        self._probe = ([*wrapper, km.python, "-c", "import autograder.engine.kernel"], env, cwd)
         # the kernel's own start-up chatter (not cell output) is dropped
         km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km = km
@@ -133,23 +158,50 @@ class KernelSession:
         library_folder = sandbox.library_folder() if self.library is not None else None
         self._top = server.spawn(connection, env, self.limits.scratch_mb, self.library,
                                  library_folder)
+        self.warm = True
         below = processes.descendants(self._top)  # B, then C (the kernel), started
         if len(below) < 2:
-            raise forkserver.ForkServerError("the forked kernel ended at once")
+            raise KernelStartError(self._why_not_ready("it ended at once"))
         self._supervisors, self._kernel = {self._top, below[0]}, below[1]
-        self.warm = True
-        self.kc = BlockingKernelClient(connection_file=str(connection))
+        self.kc = _WarmClient(connection_file=str(connection))
+        self.kc.watched = self
         self.kc.load_connection_file()
 
     def _connect(self) -> None:
         messages.limit_size(self.kc, messages.MAX_MESSAGE)
         self.kc.start_channels()
         try:
-            self.kc.wait_for_ready(timeout=120)
-        except RuntimeError:
-            self.stop()
-            raise
+            self.kc.wait_for_ready(timeout=READY_SECONDS)
+        except RuntimeError as error:
+            why = self._why_not_ready(error)
+            if not self.warm:  # the caller stops a warm one (its server with it)
+                self.stop()
+            raise KernelStartError(why) from None
         threading.Thread(target=self._watch, daemon=True).start()
+
+    def _why_not_ready(self, error: Exception | str) -> str:
+        """Why the kernel died before it was ready, as far as can be told: what a forked
+        kernel said (autograder.engine.forks), or what the same command says when it only
+        imports the kernel (a cold one)."""
+        said = ""
+        if self.warm and self.runtime is not None:
+            try:
+                with open(self.runtime / forks.START_ERROR, errors="replace") as handle:
+                    said = handle.read(400)
+            except OSError:
+                pass
+        elif getattr(self, "_probe", None):
+            command, env, cwd = self._probe
+            try:
+                done = subprocess.run(command, env=env, cwd=cwd, capture_output=True,
+                                      text=True, errors="replace", timeout=60)
+                lines = [line for line in done.stderr.splitlines() if line.strip()]
+                said = lines[-1] if done.returncode and lines else ""
+            except (OSError, subprocess.SubprocessError):
+                pass
+        said = "".join(c if c.isprintable() else " " for c in said).strip()
+        what = "a forked kernel" if self.warm else "the kernel"
+        return f"{what} died before it was ready" + (f": {said}" if said else f" ({error})")
 
     def stop(self) -> None:
         self._stop_watch.set()
@@ -261,7 +313,23 @@ class KernelSession:
         return cellrun.execute(self, code, timeout, on_input)
 
 
-_WARM = {"usable": True}  # False once a fork server failed in this process
+_WARM = {"usable": True}  # False once a warm kernel could not start in this process
+
+
+class _WarmClient(BlockingKernelClient):
+    """The client of a forked kernel: whether the kernel lives is asked of its process, so
+    that `wait_for_ready` (its one caller) stops at once on a kernel that died, not after
+    waiting 120 s for heartbeats that will never come."""
+
+    async def _async_is_alive(self) -> bool:
+        if not self.watched.alive():
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return True
+
+
+def _one_line(error: Exception) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text[:400]
 
 
 def _runtime_parent() -> str | None:

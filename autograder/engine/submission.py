@@ -161,6 +161,9 @@ def grade_one(course_dir: Path, job: Job, settings: Settings, scratch: Path) -> 
                   if re.match(r"^\w*(Error|Exception)\b", line.strip())]
         result["error"] = "nbgrader could not grade it: " + (errors[-1] if errors else " | ".join(
             line.strip() for line in log_text.splitlines()[-4:] if line.strip()))
+        started = re.findall(r"KernelStartError: (.+)", log_text)  # session.KernelStartError
+        if started:  # no kernel could start: its sentence says what to do
+            result["error"] = started[-1].strip()
         return result
     autograded = nbformat.read(str(graded), as_version=4)
     result["autograded"] = nbformat.writes(autograded)

@@ -39,6 +39,7 @@ import nbformat
 from autograder import course
 from autograder.cells import grade_id, read_notebook
 from autograder.engine import sandbox, submission
+from autograder.engine.session import START_FAILED
 from autograder.errors import CourseError
 from autograder.grading import reports
 from autograder.grading.intake import Submission, collect, notebook_names
@@ -122,7 +123,8 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
         if path.exists() and not settings.force:
             old = json.loads(path.read_text(encoding="utf-8"))
             if (old["digest"], old["assignment_digest"], old.get("timestamp")) == (
-                    sub.digest, digests[sub.assignment], sub.timestamp):
+                    sub.digest, digests[sub.assignment], sub.timestamp) and \
+                    not str(old.get("fatal") or "").startswith(START_FAILED):  # no kernel
                 unchanged += 1
                 continue
         todo.append(sub)

@@ -290,3 +290,57 @@ def test_without_a_fork_server_each_kernel_starts_cold_in_its_own_sandbox(monkey
         assert run.outputs[0]["text"] == "1000 /home/student\n"
     finally:
         session.stop()
+
+
+def test_a_warm_kernel_that_dies_before_it_is_ready_falls_back_to_a_cold_one(
+        monkeypatch, capsys):
+    """A forked kernel that cannot start (here: its start-up raises) costs nothing but
+    seconds: the session starts a cold kernel in its own sandbox, and says why in one line,
+    the kernel's own error in it; later kernels of this process start cold."""
+    from autograder.engine import forkserver
+    from autograder.engine import session as session_module
+
+    spawn, fall_back, when = forkserver.ForkServer.spawn, KernelSession._fall_back, {}
+
+    def broken(self, connection_file, env, *rest):
+        pid = spawn(self, connection_file, dict(env, COURSE_GRADE_CPU_SECONDS="many"), *rest)
+        when["forked"] = time.monotonic()
+        return pid
+
+    def noted(self, error):
+        when["fell back"] = time.monotonic()
+        fall_back(self, error)
+
+    monkeypatch.setattr(forkserver.ForkServer, "spawn", broken)
+    monkeypatch.setattr(KernelSession, "_fall_back", noted)
+    monkeypatch.setitem(session_module._WARM, "usable", True)
+    session = KernelSession(Limits(cell_timeout=30), use_sandbox=True)
+    session.start()
+    try:
+        assert not session.warm and session_module._WARM["usable"] is False
+        run = session.run("import os\nprint(os.getuid(), os.getcwd())")
+        assert run.outputs[0]["text"] == "1000 /home/student\n"
+        # seen dead at once, not after the 120 s a kernel's start may take
+        assert when["fell back"] - when["forked"] < 20
+    finally:
+        session.stop()
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("course-grade: kernels start cold ("), said
+    assert "ValueError" in said[0] and "many" in said[0], said
+
+
+def test_a_kernel_that_cannot_start_at_all_says_what_to_do(monkeypatch):
+    """Cold too (here the sandbox shows the kernel no Python): one sentence that names the
+    cause, says it is the machine's set-up and what to run; no traceback."""
+    from autograder.engine import session as session_module
+
+    monkeypatch.setenv("COURSE_GRADE_FORKSERVER", "0")
+    monkeypatch.setattr(sandbox, "python_binds", lambda library=None: [])
+    session = KernelSession(Limits(cell_timeout=30), use_sandbox=True)
+    with pytest.raises(session_module.KernelStartError) as failed:
+        session.start()
+    message = str(failed.value)
+    assert message.startswith(session_module.START_FAILED), message
+    assert "make doctor" in message and "\n" not in message and "Traceback" not in message
+    assert "No such file or directory" in message  # bubblewrap's own words: no Python
+    assert session.runtime is None and not session._pids()
