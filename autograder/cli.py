@@ -188,8 +188,12 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
                    help="grade without the sandbox where it cannot be had (student code then "
                         "runs as you, with your files: only for code you trust)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="grade on a Dask cluster: its scheduler's address (tcp://HOST:8786);"
+                   help="grade on a Dask cluster: its scheduler's address (tls://HOST:8786);"
                         " its workers grade, this machine keeps the gradebook")
+    p.add_argument("--cluster-certs", metavar="DIR", default=None, help="the cluster's "
+                   "certificates (default: ~/.config/course-grade/cluster-certs)")
+    p.add_argument("--insecure-cluster", action="store_true",
+                   help="grade on a scheduler that admits anyone (no certificates asked)")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions that have not changed since the last run")
     p.add_argument("--keep-logs", action="store_true",
@@ -204,7 +208,8 @@ def _settings(args):
         cell_timeout=args.cell_timeout, memory_mb=args.memory_mb,
         max_output_kb=args.max_output_kb, kernel_threads=args.kernel_threads,
         cpu_seconds=args.cpu_seconds), force=args.force, keep_logs=args.keep_logs,
-        no_sandbox=args.no_sandbox, scheduler=args.scheduler)
+        no_sandbox=args.no_sandbox, scheduler=args.scheduler, cluster_certs=args.cluster_certs,
+        insecure_cluster=args.insecure_cluster)
 
 
 def cmd_grade_class(args) -> int:
@@ -273,9 +278,16 @@ def cmd_grade_similar(args) -> int:
     return 0
 
 
+def cmd_cluster_certs(args) -> int:
+    from autograder.scale import certs
+
+    print(certs.make(Path(args.out) if args.out else certs.default_folder()))
+    return 0
+
+
 def grade_main(argv: list[str] | None = None) -> int:
     """`course-grade self NOTEBOOK`, `course-grade class INPUT`, `course-grade demo`,
-    `course-grade export --roster CANVAS.csv`, `course-grade similar OUT`."""
+    `course-grade export --roster CANVAS.csv`, `course-grade similar OUT`, `cluster-certs`."""
     parser = argparse.ArgumentParser(
         prog="course-grade",
         description="Grade notebooks of the course with nbgrader, hidden tests included.")
@@ -315,16 +327,14 @@ def grade_main(argv: list[str] | None = None) -> int:
                    help="assignment to compare (repeatable; default: every one graded)")
     p.add_argument("--threshold", type=float, default=None,
                    help="list the pairs scoring at least this, 0 to 1 (default 0.6)")
+    p = sub.add_parser("cluster-certs", help="a CA and certificates for a grading cluster")
+    p.add_argument("--out", help="their folder (default: ~/.config/course-grade/cluster-certs)")
     args = parser.parse_args(argv)
     try:
-        if args.command == "similar":
-            return cmd_grade_similar(args)
-        if args.command == "class":
-            return cmd_grade_class(args)
-        if args.command == "demo":
-            return cmd_grade_demo(args)
-        if args.command == "export":
-            return cmd_grade_export(args)
+        handler = {"similar": cmd_grade_similar, "class": cmd_grade_class, "demo": cmd_grade_demo,
+                   "export": cmd_grade_export, "cluster-certs": cmd_cluster_certs}
+        if args.command in handler:
+            return handler[args.command](args)
         from autograder.grading import selfgrade
 
         path = Path(args.notebook)

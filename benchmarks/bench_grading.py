@@ -94,13 +94,15 @@ def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
 
 def time_course_grade(folder: Path, assignments: list[str], out: Path,
                       workers: int | None, sandboxed: bool = True,
-                      scheduler: str | None = None, warm: bool = True) -> tuple[float, list]:
+                      scheduler: str | None = None, warm: bool = True,
+                      cluster_certs: Path | None = None) -> tuple[float, list]:
     from autograder.engine import forkserver
 
     store.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
     started = time.monotonic()
     settings = classgrade.Settings(workers=None if scheduler else workers, force=True,
-                                   no_sandbox=not sandboxed, scheduler=scheduler)
+                                   no_sandbox=not sandboxed, scheduler=scheduler,
+                                   cluster_certs=cluster_certs)
     os.environ[forkserver.SWITCH] = "1" if warm else "0"  # the workers inherit it
     try:
         results = classgrade.grade_class(ROOT, folder, out, assignments, settings,
@@ -130,7 +132,8 @@ def compare_clusters(folder: Path, assignments: list[str], n: int, work: Path,
                 print(f"[{turn + 1}/{repeat}] course-grade --scheduler, {workers} dask "
                       "worker(s) ...", flush=True)
                 wall, results = time_course_grade(folder, assignments, work / f"dask{workers}",
-                                                  workers, scheduler=cluster.address)
+                                                  workers, scheduler=cluster.address,
+                                                  cluster_certs=cluster.certs)
             walls.setdefault(("dask", workers), []).append(wall)
             runs[("dask", workers)] = results
     runs = {key: (statistics.median(walls[key]), results) for key, results in runs.items()}

@@ -65,6 +65,8 @@ class Settings:
     keep_logs: bool = False  # keep the workers' folders (nbgrader's and the kernels' logs)
     no_sandbox: bool = False  # the instructor's explicit choice to grade without one
     scheduler: str | None = None  # a Dask scheduler's address: its workers grade
+    cluster_certs: Path | str | None = None  # its certificates (default: certs.default_folder)
+    insecure_cluster: bool = False  # grade on a scheduler that admits anyone
 
 
 def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | None = None,
@@ -97,7 +99,9 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
     if settings.scheduler:  # before anything is written: a bad cluster stops here
         from autograder.scale.dask_cluster import Cluster
 
-        cluster = Cluster(settings.scheduler, root, names, sandboxed, log=log)
+        cluster = Cluster(settings.scheduler, root, names, sandboxed, log=log,
+                          certs_folder=settings.cluster_certs,
+                          insecure=settings.insecure_cluster)
     try:
         return _grade(root, out, submissions, names, settings, sandboxed, cluster, log)
     finally:

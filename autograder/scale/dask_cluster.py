@@ -2,9 +2,11 @@
 
 The engine's jobs become Dask tasks. The instructor's process:
 
-1. connects to the scheduler and asks every worker what it runs (`_probe`): the course's
-   code and each assignment must have the instructor's digests, and the sandbox must be
-   there; any difference stops the run in seconds, before anything is written;
+1. connects to the scheduler with the course's client certificate, once it has seen that
+   the scheduler asks for one (`certs`), and asks every worker what it runs (`_probe`):
+   the course's code and each assignment must have the instructor's digests, and the
+   sandbox must be there; any difference stops the run in seconds, before anything is
+   written;
 2. packs the worker course (the gradebook without students, the source folders without
    notebooks: `submission.worker_course`) into one archive sent once to each worker, since no
    shared file system is assumed;
@@ -42,6 +44,7 @@ from pathlib import Path
 from autograder import course
 from autograder.engine import sandbox, submission
 from autograder.errors import CourseError
+from autograder.scale import certs
 from autograder.scale.runner import TRIES, Runner, Stopped, stopped_message
 
 CONNECT_SECONDS = 10  # to reach the scheduler, and again for a first worker to be there
@@ -127,19 +130,21 @@ def _course_copy(bundle: bytes, bundle_id: str, settings: submission.Settings):
 def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
                 job: submission.Job, settings: submission.Settings, threads: dict) -> dict:
     """One submission, graded on whichever worker the scheduler chose."""
-    from distributed import get_client, get_worker
+    from distributed import get_worker
+    from distributed.utils import sync
 
-    address = get_worker().address
+    worker = get_worker()
+    address = worker.address
     names = sorted(expected["assignments"])
     key = tuple(names)
     if key not in _ON_WORKER["fingerprints"]:
         _ON_WORKER["fingerprints"][key] = fingerprint(_worker_root(), names)
     if differences(address, _ON_WORKER["fingerprints"][key], expected):
         return {"wrong_course": address}
-    client = get_client()
+    # the ledger, through the worker's own connection (its certificate is a worker's)
     entry = [*ledger, "/".join(job.key)]
-    starts = client.get_metadata(entry, 0) + 1
-    client.set_metadata(entry, starts)
+    starts = sync(worker.loop, worker.scheduler.get_metadata, keys=entry, default=0) + 1
+    sync(worker.loop, worker.scheduler.set_metadata, keys=entry, value=starts)
     if starts > TRIES:
         return {"error": stopped_message(TRIES), "starts": starts}
     if not settings.limits.kernel_threads:
@@ -207,21 +212,14 @@ class Cluster(Runner):
     machine would. Raises CourseError, in one sentence, when they would not."""
 
     def __init__(self, address: str, root: Path, assignments: list[str], sandboxed: bool,
-                 log=print, timeout: float = CONNECT_SECONDS):
-        from distributed import Client
-
+                 log=print, timeout: float = CONNECT_SECONDS, certs_folder: Path | None = None,
+                 insecure: bool = False):
         self.address, self.root, self.log = address, root, log
         self.sandboxed = sandboxed
         self.expected = fingerprint(root, assignments)
         started = time.monotonic()
-        try:
-            self.client = Client(address, timeout=timeout, set_as_default=False)
-        except Exception as error:  # OSError, TimeoutError, ValueError for a bad address
-            raise CourseError(
-                f"No Dask scheduler answers at {address} ({type(error).__name__}: "
-                f"{str(error).splitlines()[0][:160] if str(error) else 'no answer'}): start "
-                "one with `dask scheduler` and pass the address it prints, "
-                "e.g. tcp://HOST:8786.") from None
+        # with the course's certificate, to a scheduler that asks for one (or `insecure`)
+        self.client = certs.connect(address, certs_folder, insecure, timeout, log)
         try:
             self.workers = self._check(max(1.0, timeout - (time.monotonic() - started)))
         except BaseException:
@@ -233,7 +231,8 @@ class Cluster(Runner):
             self.client.wait_for_workers(1, timeout=wait)
         except Exception:
             raise CourseError(f"The Dask scheduler at {self.address} has no worker: start "
-                              f"some with `dask worker {self.address} --nthreads 1`.") from None
+                              f"some with `dask worker {self.address} --nthreads 1` and the "
+                              "course's worker certificate (--tls-cert).") from None
         answers = self.client.run(_probe, sorted(self.expected["assignments"]),
                                   on_error="return")
         problems = []

@@ -21,6 +21,7 @@ from support import free_port
 from autograder.authoring import demo
 from autograder.errors import CourseError
 from autograder.grading import classgrade
+from autograder.scale import certs
 from autograder.scale.dask_cluster import CONFIG, CONNECT_SECONDS, Cluster
 from autograder.scale.dask_local import LocalProcesses
 from conftest import ROOT
@@ -91,9 +92,10 @@ def refused(source: Path, out: Path, address: str, **settings) -> tuple[str, flo
 
 @pytest.mark.slow
 def test_no_scheduler_at_the_address(tmp_path, one_submission):
+    certs.make(tmp_path / "certs")
     message, seconds = refused(one_submission, tmp_path / "out",
-                               f"tcp://127.0.0.1:{free_port()}")
-    assert message.startswith("No Dask scheduler answers at tcp://127.0.0.1:")
+                               f"tls://127.0.0.1:{free_port()}", cluster_certs=tmp_path / "certs")
+    assert message.startswith("No Dask scheduler answers at tls://127.0.0.1:")
     assert "dask scheduler" in message and "\n" not in message
     assert seconds < CONNECT_SECONDS + 10
 
@@ -121,15 +123,17 @@ def other_course(folder: Path) -> Path:
 def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submission):
     other = other_course(tmp_path / "other-course")
     with LocalProcesses(0, tmp_path / "cluster") as cluster:
-        message, seconds = refused(one_submission, tmp_path / "out", cluster.address)
+        mine = {"cluster_certs": cluster.certs}
+        message, seconds = refused(one_submission, tmp_path / "out", cluster.address, **mine)
         assert message == (f"The Dask scheduler at {cluster.address} has no worker: start some"
-                           f" with `dask worker {cluster.address} --nthreads 1`.")
+                           f" with `dask worker {cluster.address} --nthreads 1` and the "
+                           "course's worker certificate (--tls-cert).")
         assert seconds < CONNECT_SECONDS + 10
 
         cluster.add_worker("elsewhere", env={"PYTHONPATH": str(other)})
         cluster.wait_for(1)
-        message, seconds = refused(one_submission, tmp_path / "out", cluster.address)
-        assert re.search(r"worker tcp://127\.0\.0\.1:\d+ has another version of 01-autodiff "
+        message, seconds = refused(one_submission, tmp_path / "out", cluster.address, **mine)
+        assert re.search(r"worker tls://127\.0\.0\.1:\d+ has another version of 01-autodiff "
                          r"\(digest \w+, here \w+\)", message), message
         assert seconds < CONNECT_SECONDS + 10
         assert "same course commit" in message
@@ -139,7 +143,7 @@ def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submiss
         cluster.workers[-1].wait(30)
         cluster.add_worker("elsewhere-2", env={"PYTHONPATH": str(other)})
         cluster.wait_for(1)
-        message, _ = refused(one_submission, tmp_path / "out", cluster.address)
+        message, _ = refused(one_submission, tmp_path / "out", cluster.address, **mine)
         assert "runs other course code" in message
 
         # a worker that cannot find bubblewrap: refused, unless told to grade without one
@@ -148,14 +152,15 @@ def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submiss
         cluster.workers[-1].wait(30)
         cluster.add_worker("no-bwrap", env={"PATH": venv_bin})
         cluster.wait_for(1)
-        message, _ = refused(one_submission, tmp_path / "out", cluster.address)
+        message, _ = refused(one_submission, tmp_path / "out", cluster.address, **mine)
         assert "cannot sandbox student code" in message and "--no-sandbox" in message
 
         # a worker started without the course's Dask settings: graded on, with a note
         cluster.add_worker("defaults", env={"DASK_CONFIG": str(tmp_path / "none.yaml")})
         cluster.wait_for(2)
         said = []
-        with Cluster(cluster.address, ROOT, [A1], sandboxed=False, log=said.append):
+        with Cluster(cluster.address, ROOT, [A1], sandboxed=False, log=said.append,
+                     certs_folder=cluster.certs):
             pass
         notes = [line for line in said if "profiler" in line]
         assert len(notes) == 1 and notes[0].startswith("note: 1 worker(s) run Dask's profiler")
@@ -196,7 +201,7 @@ def test_a_class_graded_on_the_cluster_scores_as_on_this_machine(
                 cluster.add_worker("late", env={"PYTHONPATH": str(other)})
 
         results = classgrade.grade_class(ROOT, folder, out, None, classgrade.Settings(
-            scheduler=cluster.address), log=log)
+            scheduler=cluster.address, cluster_certs=cluster.certs), log=log)
         assert scores(results) == local_run
         late = [line for line in said if "joined with another version" in line]
         assert len(late) == 1 and "grades nothing of this run" in late[0], said
@@ -214,7 +219,7 @@ def test_a_class_graded_on_the_cluster_scores_as_on_this_machine(
         cluster.workers[-1].wait(30)
         said.clear()
         classgrade.grade_class(ROOT, folder, out, None, classgrade.Settings(
-            scheduler=cluster.address), log=said.append)
+            scheduler=cluster.address, cluster_certs=cluster.certs), log=said.append)
         assert any(f"{len(keys)} unchanged since the last run" in line for line in said), said
     assert not dask_processes()
     # the workers' course copies went with them; nothing of the class stayed behind
@@ -245,7 +250,7 @@ def test_a_worker_killed_while_grading_loses_nothing(class_folder, local_run, tm
         killer = threading.Thread(target=kill_when_grading, daemon=True)
         killer.start()
         results = classgrade.grade_class(ROOT, folder, out, [A1], classgrade.Settings(
-            scheduler=cluster.address), log=said.append)
+            scheduler=cluster.address, cluster_certs=cluster.certs), log=said.append)
         killer.join(5)
         assert not victim.is_running()
     progress = [line for line in said if re.match(r"\[\s*\d+/\d+\]", line)]
