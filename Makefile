@@ -3,6 +3,8 @@
 #
 #   make lab       open the course: JupyterLab on notebooks/
 #   make class     a JupyterHub for a class on this machine (as root; accounts in hub.toml)
+#   make instructor  set up an instructor's machine for grading: the course, bubblewrap
+#                  (the grading sandbox; as root), a check that grading works here
 #   make test      run the whole test suite (what CI runs)
 #   make check     the fast tier for the inner loop: no slow or browser test (minutes)
 #   make release   regenerate notebooks/ from solutions/ with nbgrader
@@ -23,9 +25,18 @@ PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: install system system-test lab class test check release points mutants doctor demo clean
+.PHONY: install instructor system system-test lab class test check release points mutants \
+	doctor demo clean
 
-install: $(STAMP)
+# the course and the grading sandbox (bubblewrap: installed when missing and run as root)
+install: $(STAMP) system
+
+# An instructor's machine: what `install` sets up, checked (TensorFlow, the data, every
+# notebook, the sandbox), and the commands to grade with.
+instructor: install
+	@$(BIN)/course doctor || true
+	@echo "Grading is set up: source $(VENV)/bin/activate, then course-grade class" \
+	      "SUBMISSIONS --out grading/ (README: Grading a class without the hub)."
 
 # Debian packages: bubblewrap is the grading sandbox (self-grading and class grading),
 # chromium the browser of the browser tests. Installed when missing and running as root.

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autograder import course
 from autograder.errors import CourseError
+from autograder.grading import rules
 
 
 def _problems_of_environment() -> list[str]:
@@ -215,16 +216,8 @@ def _settings(args):
 def cmd_grade_class(args) -> int:
     from autograder.grading import classgrade
 
-    root = course.find_root()
-    out = Path(args.out)
-    policy = None  # the course's ([tool.course-grade.late]); a file's is read before grading
-    if args.late_policy:
-        from autograder import late
-
-        policy = late.load(Path(args.late_policy), course.assignments(root))
-    results = classgrade.grade_class(root, Path(args.input), out, args.assignment or None,
-                                     _settings(args))
-    print(classgrade.report(root, out, results, policy))
+    print(classgrade.run(course.find_root(), args, _settings(args),
+                         log=lambda line: print(line, flush=True)))
     return 0
 
 
@@ -254,18 +247,22 @@ def cmd_grade_demo(args) -> int:
 
 
 def cmd_grade_export(args) -> int:
+    from autograder.grading import classgrade
     from autograder.term import canvas, lms
 
-    root = course.find_root()
-    policy = None  # the course's late policy, unless a file's
-    if args.late_policy:
-        from autograder import late
+    root, out = course.find_root(), Path(args.out)
+    settled = rules.settle(root, out, args, args.given)
+    print("\n".join([*settled.lines, settled.policy_line, *lms.export(
+        root, out, Path(args.roster), args.assignment or None, canvas.parse_columns(args.column),
+        Path(args.output) if args.output else None, settled.policy)]))
+    classgrade.adopt(root, out, settled)  # a new policy: grades.csv and the pages follow
+    return 0
 
-        policy = late.load(Path(args.late_policy), course.assignments(root))
-    lines = lms.export(root, Path(args.out), Path(args.roster), args.assignment or None,
-                       canvas.parse_columns(args.column),
-                       Path(args.output) if args.output else None, policy)
-    print("\n".join(lines))
+
+def cmd_grade_mistakes(args) -> int:
+    from autograder.grading import mistakes
+
+    print("\n".join(mistakes.write_folder(Path(args.out))))
     return 0
 
 
@@ -298,10 +295,7 @@ def grade_main(argv: list[str] | None = None) -> int:
     p.add_argument("input", help="submitted/{student}/{assignment}/*.ipynb, or a zip")
     p.add_argument("-a", "--assignment", action="append",
                    help="assignment to grade (repeatable; default: all found)")
-    p.add_argument("--late-policy", metavar="FILE", default=None,
-                   help="a TOML file with the keys of [tool.course-grade.late] (percent_per_day"
-                        ", cap_percent, cutoff_days, grace_minutes, extensions), used in place "
-                        "of the course's late policy")
+    rules.add_options(p)
     _add_grading_options(p)
     p = sub.add_parser("demo", help="build a synthetic class from the course and grade it")
     p.add_argument("--assignment", default="01-autodiff")
@@ -318,8 +312,9 @@ def grade_main(argv: list[str] | None = None) -> int:
                         "01-autodiff='Autodiff (12345)' (default: the roster's column titled "
                         "as the assignment, else a new one)")
     p.add_argument("--output", help="the Canvas CSV (default: OUT/canvas-grades.csv)")
-    p.add_argument("--late-policy", metavar="FILE", default=None,
-                   help="the late policy file given to `class` (default: the course's)")
+    rules.add_options(p, due=False)
+    p = sub.add_parser("mistakes", help="what the class got wrong: OUT/mistakes.html")
+    p.add_argument("out", help="the class folder `class` graded into (its --out)")
     p = sub.add_parser("similar", help="answers that look alike across a graded class "
                                        "(a list to read; no grade changes)")
     p.add_argument("out", help="the class folder `class` graded into (its --out)")
@@ -329,10 +324,15 @@ def grade_main(argv: list[str] | None = None) -> int:
                    help="list the pairs scoring at least this, 0 to 1 (default 0.6)")
     p = sub.add_parser("cluster-certs", help="a CA and certificates for a grading cluster")
     p.add_argument("--out", help="their folder (default: ~/.config/course-grade/cluster-certs)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
+        if args.command in ("class", "export"):  # the options given (grading.rules)
+            rest = argv[argv.index(args.command) + 1:]
+            args.given = rules.given(sub.choices[args.command], rest)
         handler = {"similar": cmd_grade_similar, "class": cmd_grade_class, "demo": cmd_grade_demo,
-                   "export": cmd_grade_export, "cluster-certs": cmd_cluster_certs}
+                   "export": cmd_grade_export, "cluster-certs": cmd_cluster_certs,
+                   "mistakes": cmd_grade_mistakes}
         if args.command in handler:
             return handler[args.command](args)
         from autograder.grading import selfgrade

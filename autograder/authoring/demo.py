@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -36,6 +36,11 @@ class Expected:
     score: float
     reason: str | None  # a piece of text the notes or the fatal reason must contain
     what: str  # what this submission is, for the demo's table
+    # the mistakes planted: exercise -> its wrong_* mutant's file, or BLANK (not answered)
+    planted: dict = field(default_factory=dict)
+
+
+BLANK = ""  # an exercise left as the release's stub, in Expected.planted
 
 
 class Course:
@@ -266,6 +271,13 @@ BAD = [not_json, empty, other_assignment, old_nbformat, tests_deleted, tests_edi
 TYPICAL = [perfect, blank, partial]
 
 
+# what each builder plants (autograder.grading.mistakes must count it)
+PLANTED = {**dict.fromkeys((tests_deleted, tests_edited, grade_id_copied, tampers), lambda c: {
+    (ex := next(iter(c.exercises))): c.first_wrong_mutant(ex)}),
+    **dict.fromkeys((blank, snoops), lambda c: dict.fromkeys(c.exercises, BLANK)),
+    partial: lambda c: dict.fromkeys(list(c.exercises)[max(1, len(c.exercises) // 2):], BLANK)}
+
+
 def mistake_builders(c: Course, limit: int = 4) -> list[tuple[str, Builder]]:
     """Students who each made one typical mistake: a wrong_* mutant of one exercise."""
     made = []
@@ -277,6 +289,7 @@ def mistake_builders(c: Course, limit: int = 4) -> list[tuple[str, Builder]]:
             return (_bytes(c.with_mutant(exercise, mutant)), None, None,
                     f"{exercise}: {first_line.lstrip('# ')}")
 
+        build.planted = {exercise: mutant}
         made.append((f"mistake-{exercise}".replace("_", "-").lower(), build))
     return made[:limit]
 
@@ -295,7 +308,8 @@ def build_class(root: Path, folder: Path, assignment: str = "01-autodiff",
         path = folder / student / assignment / c.name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        expected.append(Expected(student, assignment, score, reason, what))
+        planted = PLANTED[build](c) if build in PLANTED else getattr(build, "planted", {})
+        expected.append(Expected(student, assignment, score, reason, what, planted))
     (folder / "expected.json").write_text(json.dumps([e.__dict__ for e in expected], indent=1))
     return expected
 

@@ -41,8 +41,8 @@ from autograder.cells import grade_id, read_notebook
 from autograder.engine import sandbox, submission
 from autograder.engine.session import START_FAILED
 from autograder.errors import CourseError
-from autograder.grading import reports
-from autograder.grading.intake import Submission, collect, notebook_names
+from autograder.grading import mistakes, reports, rules
+from autograder.grading.intake import SKIPPED, Submission, collect, notebook_names
 from autograder.grading.repair import Prepared, prepare_submission
 from autograder.grading.store import (
     ClassGradebook,
@@ -67,6 +67,7 @@ class Settings:
     scheduler: str | None = None  # a Dask scheduler's address: its workers grade
     cluster_certs: Path | str | None = None  # its certificates (default: certs.default_folder)
     insecure_cluster: bool = False  # grade on a scheduler that admits anyone
+    due: dict = field(default_factory=dict)  # assignment -> due date (ISO, UTC; None: none)
 
 
 def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | None = None,
@@ -91,7 +92,8 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
     out = Path(out).resolve()
     # nbgrader's gradebook calls `alembic` by name: this Python's scripts come first.
     os.environ["PATH"] = course.tool_env()["PATH"]
-    submissions = collect(root, Path(source), assignments, log=log)
+    skipped: list = []
+    submissions = collect(root, Path(source), assignments, log=log, skipped=skipped)
     if not submissions:
         raise CourseError(f"{source} holds no submission of this course's notebooks.")
     names = sorted({s.assignment for s in submissions})
@@ -103,15 +105,19 @@ def grade_class(root: Path, source: Path, out: Path, assignments: list[str] | No
                           certs_folder=settings.cluster_certs,
                           insecure=settings.insecure_cluster)
     try:
-        return _grade(root, out, submissions, names, settings, sandboxed, cluster, log)
+        return _grade(root, out, submissions, names, settings, sandboxed, cluster, log,
+                      skipped)
     finally:
         if cluster is not None:
             cluster.close()
 
 
 def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str],
-           settings: Settings, sandboxed: bool, cluster, log) -> list[Result]:
+           settings: Settings, sandboxed: bool, cluster, log, skipped=()) -> list[Result]:
     prepare_out(root, out, names, log=log)
+    rules.apply_due(out, {a: d for a, d in settings.due.items() if a in names})
+    (out / SKIPPED).write_text("".join(f"{name}\t{why}\n" for name, why in skipped),
+                               encoding="utf-8")
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}
     all_ids = {}
@@ -148,13 +154,15 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
         else:
             result.cells = run["cells"]
             result.seconds = run["seconds"]
-            result.notes += reports.describe_findings(run["findings"])
+            result.notes += reports.describe_findings(run["findings"], cell_seconds)
             autograded = run["autograded"]
         writer.record(result, autograded)
         save_result(out, result)
         return result
 
-    progress = Progress(len(todo), log)
+    cell_seconds = settings.limits.cell_timeout or course_cell_timeout(root)
+    progress = Progress(len(todo), log, settings.workers or os.cpu_count() or 1,
+                        getattr(settings.limits, "submission_timeout", None))
     runnable = []
     for sub in todo:
         others = {a: ids for a, ids in all_ids.items() if a != sub.assignment}
@@ -190,6 +198,47 @@ def _grade(root: Path, out: Path, submissions: list[Submission], names: list[str
     return load_results(out)
 
 
+def run(root: Path, args, settings: Settings, log=print) -> str:
+    """`course-grade class`: grade `args.input` into `args.out` under the folder's rules
+    (autograder.grading.rules: the options in `args.given` win and are kept, the others are
+    the folder's), said before grading; return the summary."""
+    out = Path(args.out)
+    settled = rules.settle(root, out, args, args.given, settings.limits)
+    log("\n".join([*settled.lines, settled.policy_line]))
+    settings = replace(settings, limits=settled.limits, due=settled.due,
+                       force=settings.force or settled.regrade)
+    results = grade_class(root, Path(args.input), out, args.assignment or None, settings, log)
+    rules.keep(out, settled)
+    return report(root, out, results, settled.policy, settled.policy_line, log=log)
+
+
+def adopt(root: Path, out: Path, settled) -> None:
+    """After `course-grade export` with another late policy than the folder's: keep it, and
+    write grades.csv and the feedback pages with it, as the export has it."""
+    if not settled.late_changed:
+        return
+    rules.keep(out, settled)
+    results = load_results(out)
+    if all((out / course.RELEASE_DIR / r.assignment / r.notebook).is_file() for r in results):
+        report(root, out, results, settled.policy, settled.policy_line, log=print)
+    else:  # not a folder `class` graded into: its reports follow at the next `class`
+        print(f"the folder keeps this late policy; grades.csv follows it at the next "
+              f"`course-grade class ... --out {out}`")
+
+
+def course_cell_timeout(root: Path) -> float:
+    """The seconds a cell gets without --cell-timeout: the course's Execute.timeout."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.limits import DEFAULT_CELL_TIMEOUT
+
+    try:
+        loaded = PyFileConfigLoader(course.CONFIG_NAME, path=str(root)).load_config()
+    except Exception:  # noqa: BLE001 - nbgrader itself says what is wrong with it
+        return DEFAULT_CELL_TIMEOUT
+    return float(loaded.get("Execute", {}).get("timeout") or DEFAULT_CELL_TIMEOUT)
+
+
 def require_sandbox(no_sandbox: bool) -> bool:
     """True when grading runs sandboxed; CourseError when it cannot and was not told to go
     without (--no-sandbox)."""
@@ -204,8 +253,11 @@ def require_sandbox(no_sandbox: bool) -> bool:
 
 
 class Progress:
-    def __init__(self, total: int, log):
+    """A line per submission graded: its score, the problems so far, the time left."""
+
+    def __init__(self, total: int, log, workers: int = 1, most: float | None = None):
         self.total, self.log, self.count, self.failures = total, log, 0, 0
+        self.workers, self.most, self.took = max(1, workers), most, []
         self.started = time.monotonic()
 
     def elapsed(self) -> float:
@@ -214,20 +266,47 @@ class Progress:
     def done(self, result: Result) -> None:
         self.count += 1
         self.failures += result.failed
-        left = self.elapsed() / self.count * (self.total - self.count)
+        if result.seconds:
+            self.took.append(result.seconds)
         reason = f"  ({result.fatal})" if result.fatal else ""
         self.log(f"[{self.count:>3}/{self.total}] {result.student} {result.assignment}: "
                  f"{result.score:g}/{result.max_score:g}{reason}  | problems so far "
-                 f"{self.failures}, about {left:.0f} s left")
+                 f"{self.failures}, {self.left()}")
+
+    def left(self) -> str:
+        """The time left: from the submissions that ran (an unreadable file takes none),
+        and for the last ones, which are grading already, what one takes."""
+        remaining = self.total - self.count
+        if not remaining:
+            return "done"
+        if not self.took:
+            return "time left: known once a submission has run"
+        typical = sorted(self.took)[len(self.took) // 2]
+        if remaining <= self.workers:
+            return (f"the last {remaining} grading now (one takes about {typical:.0f} s"
+                    + (f", at most {self.most:g} s" if self.most else "") + ")")
+        rate = max(self.elapsed() / len(self.took), typical / self.workers)
+        return f"about {rate * remaining:.0f} s left"
 
 
-def report(root: Path, out: Path, results: list[Result], policy=None) -> str:
-    """Write grades.csv, the feedback pages and the summary with the late `policy` (default:
-    the course's, autograder.late); return the terminal summary."""
-    policy = policy if policy is not None else course.facts(root).late
+def report(root: Path, out: Path, results: list[Result], policy=None,
+           policy_line: str | None = None, log=None) -> str:
+    """Write grades.csv, the feedback pages, the summary and the mistakes report with the
+    late `policy` (default: the folder's rules, else the course's: autograder.late; said by
+    `policy_line`); return the terminal summary. The totals that change are said first,
+    through `log` before anything is written (else at the top of the summary)."""
+    if policy is None and policy_line is None:
+        kept = rules.settle(root, out, None, set())
+        policy, policy_line = kept.policy, kept.policy_line if (out / rules.RULES).is_file() \
+            else None
     names = sorted({r.assignment for r in results})
     releases = {a: read_notebook(out / course.RELEASE_DIR / a / notebook_names(root, a)[0])
                 for a in names}
+    late = reports.lateness(out) if (out / "gradebook.db").is_file() else {}
+    changes = rules.grade_changes(out, {(r.student, r.assignment): reports.late_score(
+        r, late.get((r.student, r.assignment)), policy)[0] for r in results})
+    for line in changes if log else ():
+        log(line)
     stats = reports.write_all(results, releases, out, policy)
     (out / "summary.json").write_text(json.dumps(stats, indent=1), encoding="utf-8")
     problems = [r for r in results if r.fatal]
@@ -235,10 +314,24 @@ def report(root: Path, out: Path, results: list[Result], policy=None) -> str:
              f"{len(results)} submission(s); {len(problems)} could not be run"]
     for r in problems:
         lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
-    if policy is not None:
+    if policy_line:
+        lines.append(policy_line)
+    elif policy is not None:
         lines.append(f"late policy: {policy.describe()} (grades.csv: each assignment's "
                      "total after it, its raw total beside it; the gradebook stays raw)")
+    marked = sorted(f"{r.student} {r.assignment}" for r in results
+                    if reports.CANVAS_LATE in reports.problem_notes(r))
+    if marked:
+        lines.append(f"{len(marked)} submission(s) Canvas marked _LATE_, with no submission "
+                     f"time here, so not penalised: {', '.join(marked[:8])}"
+                     + (f" and {len(marked) - 8} more" if len(marked) > 8 else "")
+                     + "; Canvas's own late policy (if you set one) applies when you import")
+    lines += ["", *mistakes.write(results, releases, out), ""]
     lines += [f"grades:   {out / 'grades.csv'}", f"feedback: {out / 'feedback'}/<student>/"
-              "<assignment>.html", f"summary:  {out / 'summary.png'}",
+              "<assignment>.html (the page each student gets)",
+              f"summary:  {out / 'summary.png'}",
               f"gradebook (nbgrader formgrader works here): {out / 'gradebook.db'}"]
-    return "\n".join(lines)
+    skipped = out / SKIPPED
+    if skipped.is_file() and skipped.stat().st_size:
+        lines.append(f"skipped:  {skipped} (files of the input not graded, and why)")
+    return "\n".join(([] if log else changes) + lines)

@@ -1,5 +1,6 @@
 """What the instructor hands in: a folder in nbgrader's layout or an LMS zip, read into one
-`Submission` per student and assignment (a missing notebook is a submission of nothing)."""
+`Submission` per student and assignment (a missing notebook is a submission of nothing);
+every file not graded is listed, with why."""
 
 from __future__ import annotations
 
@@ -44,9 +45,11 @@ def notebook_names(root: Path, assignment: str) -> list[str]:
 
 
 def collect(root: Path, source: Path, assignments: list[str] | None = None,
-            log=print) -> list[Submission]:
+            log=print, skipped: list | None = None) -> list[Submission]:
     """The submissions in `source`: a folder (nbgrader layout, `submitted/` optional) or a
-    zip (the same layout inside, or LMS-style flat names `<student>_..._<notebook>.ipynb`)."""
+    zip (the same layout inside, or LMS-style flat names `<student>_..._<notebook>.ipynb`).
+    Every file not graded is logged with why, and added to `skipped` as (name, why)."""
+    skipped = [] if skipped is None else skipped
     source = Path(source)
     known = course.assignments(root)
     for name in assignments or []:
@@ -56,29 +59,29 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
         raise CourseError(f"{source} does not exist: give a folder of submissions or a zip.")
     extras: dict[str, dict[str, str]] = {}  # folder -> EXCHANGE_FILES found there
     if source.is_dir():
-        files = {str(p.relative_to(source)): p.read_bytes()
-                 for p in sorted(source.rglob("*.ipynb"))
-                 if ".ipynb_checkpoints" not in p.parts}
-        for name in EXCHANGE_FILES:
-            for p in source.rglob(name):
-                if p.is_file() and p.stat().st_size <= EXCHANGE_FILE_LIMIT:
-                    extras.setdefault(str(p.parent.relative_to(source)), {})[name] = \
-                        p.read_text(errors="replace")
+        listing = [(str(p.relative_to(source)), p.stat().st_size)
+                   for p in sorted(source.rglob("*")) if p.is_file()]
+        read = lambda name: (source / name).read_bytes()  # noqa: E731
     elif zipfile.is_zipfile(source):
         with zipfile.ZipFile(source) as archive:
-            files = {info.filename: archive.read(info) for info in archive.infolist()
-                     if info.filename.endswith(".ipynb") and not info.is_dir()
-                     and "__MACOSX" not in info.filename}
-            for info in archive.infolist():
-                name = Path(info.filename).name
-                if name in EXCHANGE_FILES and info.file_size <= EXCHANGE_FILE_LIMIT:
-                    extras.setdefault(str(Path(info.filename).parent), {})[name] = \
-                        archive.read(info).decode(errors="replace")
+            listing = [(i.filename, i.file_size) for i in archive.infolist() if not i.is_dir()]
+            contents = {name: archive.read(name) for name, size in listing
+                        if _kept(name, size) is None}
+        read = contents.__getitem__
     else:
         raise CourseError(f"{source} is neither a folder nor a zip file.")
+    files = {}
+    for name, size in listing:
+        why = _kept(name, size)
+        if why:
+            skipped.append((name, why))
+        elif name.endswith(".ipynb"):
+            files[name] = read(name)
+        else:
+            extras.setdefault(str(Path(name).parent), {})[Path(name).name] = \
+                read(name).decode(errors="replace")
     by_notebook = {nb: a for a in known for nb in notebook_names(root, a)}
     found: dict[tuple[str, str], tuple[int, Submission]] = {}
-    ignored = []
     seen: set[str] = set()
     canvas_ids: dict[str, set[str]] = {}  # student -> the Canvas user ids of their files
     for name, data in files.items():
@@ -93,11 +96,11 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
             student, notebook, version = _lms_name(parts[-1], by_notebook)
             assignment = by_notebook.get(notebook)
         if not student or assignment is None or notebook not in notebook_names(root, assignment):
-            ignored.append(name)
+            skipped.append((name, "names no student and notebook of the course"))
             continue
         if not STUDENT_ID.match(student):
-            log(f"ignored {name}: the student id {student!r} is not letters, digits, '.', "
-                "'_' or '-'")
+            skipped.append((name, f"the student id {student!r} is not letters, digits, '.', "
+                                  "'_' or '-'"))
             continue
         seen.add(student)
         if canvas_user_id(name):
@@ -106,7 +109,10 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
             continue
         key = (student, assignment)
         if key in found and found[key][0] >= version:
+            skipped.append((name, f"an older submission: {found[key][1].origin} is graded"))
             continue
+        if key in found:
+            skipped.append((found[key][1].origin, f"an older submission: {name} is graded"))
         beside = extras.get(str(Path(name).parent), {})
         found[key] = (version, Submission(student, assignment, notebook, name, data,
                                           _timestamp(beside.get(TIMESTAMP)), beside))
@@ -116,11 +122,13 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
                 f"{', '.join(sorted(ids))}): one student id for both, so one submission of "
                 "each assignment is graded; rename one's files (the name before the first "
                 "'_') and grade again")
-    if ignored:
-        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
-                                          else "")
-        log(f"ignored {len(ignored)} file(s) that name no student and notebook of the "
-            f"course: {shown}")
+    if skipped:
+        log(f"skipped {len(skipped)} file(s) of {source.name}, not graded:")
+        for name, why in skipped[:LISTED]:
+            log(f"  {name}: {why}")
+        if len(skipped) > LISTED:
+            log(f"  and {len(skipped) - LISTED} more: every one is listed in {SKIPPED} in "
+                "the grading folder")
     wanted = assignments or sorted({a for _, a in found})
     students = sorted(seen)
     submissions = []
@@ -132,6 +140,25 @@ def collect(root: Path, source: Path, assignments: list[str] | None = None,
                 submissions.append(Submission(student, assignment,
                                               notebook_names(root, assignment)[0], "", None))
     return submissions
+
+
+LISTED = 20  # skipped files named in the terminal; SKIPPED in the grading folder has all
+SKIPPED = "skipped-files.txt"
+
+
+def _kept(name: str, size: int) -> str | None:
+    """Why the file `name` of a submissions folder or zip is not read (None: it is)."""
+    parts = Path(name).parts
+    if "__MACOSX" in parts:
+        return "macOS's archive metadata"
+    if ".ipynb_checkpoints" in parts:
+        return "a JupyterLab checkpoint (an autosaved copy), not the submission"
+    if name.endswith(".ipynb"):
+        return None
+    if parts[-1] in EXCHANGE_FILES:
+        return None if size <= EXCHANGE_FILE_LIMIT else \
+            f"larger than nbgrader's {parts[-1]} ever is ({EXCHANGE_FILE_LIMIT} bytes): not read"
+    return "not a notebook (only .ipynb files are graded)"
 
 
 def _timestamp(text: str | None) -> str | None:
@@ -155,6 +182,12 @@ def canvas_user_id(origin: str) -> str | None:
     `Submission`'s or `Result`'s origin); None for other names."""
     match = CANVAS_NAME.match(Path(origin).name) if origin else None
     return match["user"] if match else None
+
+
+def canvas_marked_late(origin: str) -> bool:
+    """Whether Canvas's download marked the file late (`name_LATE_userid_...`)."""
+    match = CANVAS_NAME.match(Path(origin).name) if origin else None
+    return bool(match) and "_LATE_" in Path(origin).name[:match.end()]
 
 
 def _lms_name(filename: str, by_notebook: dict[str, str]) -> tuple[str | None, str | None, int]:

@@ -21,29 +21,38 @@ class Prepared:
     fatal: str | None = None  # why it scores 0 without running
 
 
+# what a student does about a file that cannot be read
+AGAIN = ("; open your copy in JupyterLab to check that it opens with your answers, save it "
+         "(File > Save Notebook) and submit it again")
+
+
 def prepare_submission(sub: Submission, release: nbformat.NotebookNode,
                        other_ids: dict[str, set[str]]) -> Prepared:
     if sub.data is None:
         return Prepared(None, fatal=f"no {sub.notebook} was submitted")
     if not sub.data.strip():
-        return Prepared(None, fatal=f"{sub.notebook} is an empty file")
+        return Prepared(None, fatal=f"{sub.notebook} is an empty file{AGAIN}")
     try:
         text = sub.data.decode("utf-8")
         raw = json.loads(text)
     except UnicodeDecodeError:
-        return Prepared(None, fatal=f"{sub.notebook} is not a notebook: not UTF-8 text")
+        return Prepared(None, fatal=f"{sub.notebook} is not a notebook: not UTF-8 text{AGAIN}")
     except json.JSONDecodeError as error:
         return Prepared(None, fatal=f"{sub.notebook} is not a notebook: not valid JSON "
-                                    f"({error.msg} at line {error.lineno})")
+                                    f"({error.msg}: line {error.lineno}, column "
+                                    f"{error.colno}), as when a file is cut short or edited "
+                                    f"outside JupyterLab{AGAIN}")
     if not isinstance(raw, dict) or not ("cells" in raw or "worksheets" in raw):
-        return Prepared(None, fatal=f"{sub.notebook} is JSON but not a notebook (no cells)")
+        return Prepared(None, fatal=f"{sub.notebook} is JSON but not a notebook (no cells)"
+                                    f"{AGAIN}")
     notes = []
     version = raw.get("nbformat")
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as error:  # nbformat raises several kinds
         return Prepared(None, fatal=f"{sub.notebook} is not a notebook nbformat can read "
-                                    f"(nbformat {version}): {str(error).splitlines()[0]}")
+                                    f"(nbformat {version}): {str(error).splitlines()[0]}"
+                                    f"{AGAIN}")
     if isinstance(version, int) and version < 4:
         notes.append(f"the notebook was saved as nbformat {version}; it was converted to "
                      "nbformat 4 and graded")
@@ -53,7 +62,8 @@ def prepare_submission(sub: Submission, release: nbformat.NotebookNode,
         for other, other_set in other_ids.items():
             if set(ids) & other_set:
                 return Prepared(None, fatal=f"this is the notebook of assignment {other}, "
-                                            f"not of {sub.assignment}")
+                                            f"not of {sub.assignment}: submit "
+                                            f"{sub.assignment}'s {sub.notebook} instead")
         return Prepared(None, fatal=f"{sub.notebook} has no graded cell of {sub.assignment}")
     if not ids:
         notes.append("the notebook has no graded cells left (was it copied into a new "

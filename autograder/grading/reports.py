@@ -11,7 +11,6 @@ reports; per-exercise scores stay raw, and so does the gradebook.
 from __future__ import annotations
 
 import csv
-import html
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -23,7 +22,6 @@ from autograder.cells import (
     is_answer,
     is_manual,
     is_test,
-    nbgrader_meta,
     test_owners,
 )
 from autograder.grading.store import lateness
@@ -125,77 +123,9 @@ def write_csv(results, layout: Layout, path: Path, late: dict | None = None,
                     problems.append(f"{assignment}: {result.fatal}")
                 if note:
                     problems.append(f"{assignment}: {note}")
+                problems += [f"{assignment}: {p}" for p in problem_notes(result)]
             writer.writerow([*row, f"{round(total, 6):g}", f"{raw:g}", f"{maximum:g}",
                              "; ".join(problems)])
-
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
-color:#222}h1{font-size:1.5rem}table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
-td,th{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
-.pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
-.manual{color:#9a6700;font-weight:600}pre{white-space:pre-wrap;margin:0;font-size:.85rem}
-.notes{background:#fff8c5;padding:.5rem 1rem;border-radius:6px}.score{font-size:1.2rem}
-.late{color:#9a6700;font-weight:600}
-"""
-
-
-def feedback_html(result, layout: Layout, answers: dict[str, str],
-                  late: float | None = None, policy: Policy | None = None) -> str:
-    """The page a student reads: per exercise and test, passed or failed, points, message
-    (and when it was submitted after the due date, `late` seconds, and what the late
-    `policy` took off its total)."""
-    e = html.escape
-    score, note = late_score(result, late, policy)
-    penalty = f" after the late penalty ({result.score:g} before it)" \
-        if score != result.score else ""
-    parts = [f"<!doctype html><meta charset='utf-8'><title>{e(result.assignment)}: "
-             f"{e(result.student)}</title><style>{_STYLE}</style>",
-             f"<h1>{e(result.assignment)}: feedback for {e(result.student)}</h1>",
-             f"<p class='score'>{score:g} of {result.max_score:g} points{penalty}"
-             + (" (a written answer is still to be graded by hand)"
-                if any(c["score"] is None for c in result.cells.values()) else "") + "</p>"]
-    if note:
-        parts.append(f"<p class='late'>Late: {e(note)}.</p>")
-    if result.fatal or result.notes:
-        items = ([f"<li><b>Not graded: {e(result.fatal)}.</b> Every test scores 0.</li>"]
-                 if result.fatal else [])
-        items += [f"<li>{e(note)}</li>" for note in result.notes]
-        parts.append("<div class='notes'><p>What the grader found:</p><ul>"
-                     + "".join(items) + "</ul></div>")
-    for exercise in layout.exercises[result.assignment]:
-        score, total = layout.exercise_score(result, exercise)
-        shown = "to be graded by hand" if score is None else f"{score:g} / {total:g}"
-        parts.append(f"<h2><code>{e(exercise)}</code>: {shown}</h2><table><tr><th>test</th>"
-                     "<th>checks</th><th>result</th><th>points</th><th>message</th></tr>")
-        for test in layout.tests[result.assignment].get(exercise, []):
-            cell = result.cells.get(test, {"score": 0.0, "max_score": 0.0, "message": ""})
-            if cell["score"] is None:
-                verdict = "<span class='manual'>by hand</span>"
-            elif cell["score"] >= cell["max_score"]:
-                verdict = "<span class='pass'>passed</span>"
-            else:
-                verdict = "<span class='fail'>failed</span>"
-            points = "" if cell["score"] is None else f"{cell['score']:g} / {cell['max_score']:g}"
-            parts.append(f"<tr><td><code>{e(test)}</code></td>"
-                         f"<td>{e(layout.docs.get((result.assignment, test), ''))}</td>"
-                         f"<td>{verdict}</td><td>{points}</td>"
-                         f"<td><pre>{e(cell.get('message', ''))}</pre></td></tr>")
-        parts.append("</table>")
-        if exercise in answers:
-            parts.append(f"<details><summary>your answer</summary><pre>"
-                         f"{e(answers[exercise])}</pre></details>")
-    parts.append("<p><small>Hidden tests ran as well; their code is not shown. A failing "
-                 "check's message says what it expected and what it got.</small></p>")
-    return "\n".join(parts)
-
-
-def student_answers(autograded_path: Path) -> dict[str, str]:
-    if not autograded_path.exists():
-        return {}
-    nb = nbformat.read(str(autograded_path), as_version=4)
-    return {grade_id(c): c.source for c in nb.cells
-            if nbgrader_meta(c).get("solution") and grade_id(c)}
 
 
 def summary(results, layout: Layout, late: dict | None = None,
@@ -279,6 +209,8 @@ def summary_png(stats: dict, path: Path) -> None:
 def write_all(results, releases: dict, out: Path, policy: Policy | None = None) -> dict:
     """grades.csv, feedback/<student>/<assignment>.html, summary.png, with the late `policy`
     (none: no penalty); returns the summary."""
+    from autograder.grading import feedback
+
     layout = Layout(releases)
     late = lateness(out)
     write_csv(results, layout, out / "grades.csv", late, policy)
@@ -286,7 +218,7 @@ def write_all(results, releases: dict, out: Path, policy: Policy | None = None) 
         graded = out / "autograded" / result.student / result.assignment / result.notebook
         page = out / "feedback" / result.student / f"{result.assignment}.html"
         page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(feedback_html(result, layout, student_answers(graded),
+        page.write_text(feedback.page(result, layout, feedback.student_answers(graded),
                                       late.get((result.student, result.assignment)), policy),
                         encoding="utf-8")
     stats = summary(results, layout, late, policy)
@@ -294,17 +226,40 @@ def write_all(results, releases: dict, out: Path, policy: Policy | None = None) 
     return stats
 
 
-def describe_findings(findings: dict) -> list[str]:
+def problem_notes(result) -> list[str]:
+    """What grades.csv's problems column says of `result` besides its fatal reason, the
+    limit that stopped it and its lateness: cells stopped at the time limit, kernel crashes,
+    and Canvas's _LATE_ mark on a submission without a time."""
+    from autograder.grading.intake import canvas_marked_late
+
+    found = [n.split(" (--cell-timeout)")[0] for n in result.notes
+             if "ran past the time limit" in n]
+    found += [n.split(";")[0] for n in result.notes if n.startswith("the kernel stopped")]
+    if canvas_marked_late(result.origin) and not result.timestamp:
+        found.append(CANVAS_LATE)
+    return found
+
+
+CANVAS_LATE = ("Canvas marked it late (_LATE_ in the file name), but its download holds no "
+               "submission time: no late penalty taken here")
+
+
+def describe_findings(findings: dict, cell_timeout: float | None = None) -> list[str]:
     """What the executor found, in sentences for the student and the instructor; cells
-    named as JupyterLab shows them (autograder.cells.place_of)."""
+    named as JupyterLab shows them (autograder.cells.place_of); `cell_timeout`: the seconds
+    a cell was given."""
     places = findings.get("places", {})
 
     def where(cell: int) -> str:
         return places.get(str(cell), f"cell {cell + 1}")
 
     notes = []
+    limit = f" of {cell_timeout:g} s per cell" if cell_timeout else " per cell"
     for cell in findings.get("timeouts", []):
-        notes.append(f"{where(cell)} ran past the time limit and was stopped")
+        notes.append(f"{where(cell)} ran past the time limit{limit} (--cell-timeout) "
+                     "and was stopped, and a test stopped scores 0; make the code it runs "
+                     "finish well within it (an endless loop, a long training run or a sleep "
+                     "is the usual cause), then submit again")
     for crash in findings.get("crashes", []):
         when = " while the grader rebuilt the state after a crash" if crash.get(
             "rebuilding") else ""
@@ -315,5 +270,7 @@ def describe_findings(findings: dict) -> list[str]:
     for cell in findings.get("truncated", []):
         notes.append(f"{where(cell)} printed more output than the limit; the rest was dropped")
     for item in findings.get("cell_errors", []):
-        notes.append(f"{where(item['cell'])} raised an error: {item['error']}")
+        stub = str(item["error"]).strip().rstrip(":") == "NotImplementedError"
+        notes.append(f"{where(item['cell'])} raised an error: {item['error']}"
+                     + (" (an exercise it runs is not answered yet)" if stub else ""))
     return notes

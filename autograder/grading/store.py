@@ -40,7 +40,8 @@ class Result:
     def failed(self) -> bool:
         return bool(self.fatal) or any(
             n.startswith(("the kernel", "cell", "a cell", "test ", "before "))
-            and " raised an error" not in n for n in self.notes)
+            and " raised an error" not in n for n in self.notes) or any(
+            "ran past the time limit" in n for n in self.notes)  # a cell or test stopped
 
 
 def results_path(out: Path, assignment: str, student: str) -> Path:

@@ -10,7 +10,9 @@ they submitted (Canvas's download: `name_[LATE_]userid_submissionid_file.ipynb`,
 SIS Login ID, or by name, and the summary names each of these. A roster student without a
 result of an exported assignment gets 0 for it; a graded student not in the roster is a
 warning, never dropped in silence. A score is the one that counts, as in grades.csv: after
-the late policy (autograder.late; the course's, or `--late-policy FILE`).
+the late policy (autograder.late) that the grading folder keeps (autograder.grading.rules:
+the one `course-grade class` applied, or a `--late-policy FILE` given here, which the
+folder keeps from then on). Canvas's `_LATE_` mark is named: its download holds no time.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 from autograder import course
 from autograder.cells import read_notebook
 from autograder.errors import CourseError
-from autograder.grading.intake import canvas_user_id, notebook_names
+from autograder.grading import rules
+from autograder.grading.intake import canvas_marked_late, canvas_user_id, notebook_names
 from autograder.grading.reports import Layout, late_score
 from autograder.grading.store import Result, lateness, load_results
 from autograder.term.canvas import (
@@ -192,12 +195,15 @@ def kept_results(out: Path) -> list[Result]:
     return results
 
 
+FOLDER = "the folder's"  # export's default late policy: the one the grading folder keeps
+
+
 def export(root: Path, out: Path, roster_path: Path, assignments: list[str] | None = None,
            columns: dict[str, str] | None = None, output: Path | None = None,
-           policy=None) -> list[str]:
+           policy=FOLDER) -> list[str]:
     """Write the Canvas import CSV and the per-exercise CSV; return the summary's lines.
-    Everything is checked before either file is written. `policy`: the late policy
-    (default: the course's)."""
+    Everything is checked before either file is written. `policy`: the late policy (None:
+    none; default: the one `out` keeps, autograder.grading.rules, else the course's)."""
     out = Path(out)
     results = kept_results(out)
     names = exported_assignments(root, results, assignments)
@@ -206,7 +212,9 @@ def export(root: Path, out: Path, roster_path: Path, assignments: list[str] | No
     headers, notes = canvas_columns(names, roster, columns or {})
     matches, missing = match_students(results, roster)
     table = scores_by_person(results, matches)
-    counted = counted_scores(out, results, policy or course.facts(root).late)
+    if policy is FOLDER:
+        policy = rules.settle(root, out, None, set()).policy
+    counted = counted_scores(out, results, policy)
     maxima = {a: max(r.max_score for r in results if r.assignment == a) for a in names}
     canvas_path = Path(output) if output else out / CANVAS_CSV
     if canvas_path.resolve() == Path(roster_path).resolve():
@@ -219,7 +227,7 @@ def export(root: Path, out: Path, roster_path: Path, assignments: list[str] | No
     return [f"Canvas gradebook import: {canvas_path} ({len(roster.people)} students of the "
             f"roster; import it in Canvas: Grades > Import, and check the preview)",
             *_assignment_lines(roster, headers, maxima, table, results),
-            *_late_lines(counted), *notes, *_fallback_lines(matches),
+            *_late_lines(counted, results), *notes, *_fallback_lines(matches),
             *_missing_lines(missing, results, counted),
             f"per exercise: {exercises_path}"]
 
@@ -256,9 +264,15 @@ def _assignment_lines(roster, headers, maxima, table, results) -> list[str]:
     return lines
 
 
-def _late_lines(counted: dict) -> list[str]:
+def _late_lines(counted: dict, results: list[Result] = ()) -> list[str]:
+    marked = sorted(f"{r.student} {r.assignment}" for r in results
+                    if canvas_marked_late(r.origin) and not counted[(r.student,
+                                                                     r.assignment)][1])
     return [f"late: {student} {assignment}: {note}"
-            for (student, assignment), (_, note) in sorted(counted.items()) if note]
+            for (student, assignment), (_, note) in sorted(counted.items()) if note] + (
+        [f"note: Canvas marked {len(marked)} submission(s) _LATE_ ({_shown(marked)}); its "
+         "download holds no submission time, so no late penalty is taken here: Canvas's "
+         "own late policy, if you set one, applies to the grades you import"] if marked else [])
 
 
 def _fallback_lines(matches: dict[str, Match]) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from autograder import cli, course, late
 from autograder.cells import grade_id, read_notebook
 from autograder.errors import CourseError
-from autograder.grading import classgrade, reports
+from autograder.grading import classgrade, feedback, reports
 from conftest import ROOT
 
 A = "01-autodiff"
@@ -219,12 +219,12 @@ def test_grades_feedback_and_summary_show_the_penalised_and_the_raw_score(tmp_pa
     # the exercises stay raw
     assert rows["ada"][f"{A}/sgd_step"] == rows["bob"][f"{A}/sgd_step"]
 
-    page = reports.feedback_html(results[0], layout, {}, seconds[("ada", A)], rules)
+    page = feedback.page(results[0], layout, {}, seconds[("ada", A)], rules)
     score = f"{round(0.7 * raw, 6):g}"
     assert f"{score} of {raw:g} points after the late penalty ({raw:g} before it)" in page
     assert (f"Late: submitted 2 d 3 h 0 min after the due date: 3 started days late, "
             f"\u221230% (score {score} of raw {raw:g}).") in page
-    plain = reports.feedback_html(results[0], layout, {}, seconds[("ada", A)])
+    plain = feedback.page(results[0], layout, {}, seconds[("ada", A)])
     assert f"{raw:g} of {raw:g} points</p>" in plain  # no policy: the lateness, no penalty
     assert "Late: submitted 2 d 3 h 0 min after the due date.</p>" in plain
 

@@ -5,6 +5,7 @@ shipped inside the nbgrader package), its two submitted students graded by
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import nbgrader
 import pytest
 
 from autograder.cells import nbgrader_meta, read_notebook
+from autograder.grading import store
 
 DOCS = Path(nbgrader.__file__).parent / "docs" / "source" / "user_guide"
 STUDENTS = ("bitdiddle", "hacker")
@@ -52,3 +54,19 @@ def test_nbgrader_documentation_course_grades_to_its_documented_scores(tmp_path)
         documented = {row["student_id"]: float(row["raw_score"])
                       for row in csv.DictReader(handle)}
     assert ours == documented == {"bitdiddle": 1.5, "hacker": 3.0}
+    # the mistakes report works for it too: no hints there, so each group is a failing
+    # check and its message (or a written answer left blank), each failure in one group
+    report = json.loads((tmp_path / "out" / "mistakes.json").read_text())
+    failures = {(r.student, test): cell["message"] for r in store.load_results(tmp_path / "out")
+                for test, cell in r.cells.items()
+                if cell["score"] is not None and cell["score"] < cell["max_score"]}
+    assert failures and "most common mistakes:" in done.stdout
+    grouped = {(s, g["test"]): g for e in report["exercises"] for g in e["groups"]
+               for s in g["students"]}
+    assert set(grouped) == set(failures)
+    for (student, test), group in grouped.items():
+        message = failures[(student, test)]
+        if group["kind"] == "check":  # ps1's asserts have no message: the check is the group
+            assert group["title"] in (message, f"{message.split(':')[0]} (no message)")
+        else:
+            assert group["kind"] == "unanswered" and not message, (student, test, group)

@@ -216,3 +216,56 @@ def test_two_canvas_students_of_one_name_are_warned_of_at_intake(tmp_path):
     subs = intake.collect(ROOT, archive, [A], log=said.append)
     assert [s.student for s in subs] == ["smithal"]
     assert any("smithal are of 2 Canvas users (ids 105, 106)" in line for line in said)
+
+
+def test_export_uses_the_policy_the_folder_keeps(graded, capsys, monkeypatch):
+    """`export` without --late-policy after `class --late-policy FILE`: the folder kept it
+    (autograder.grading.rules); Canvas's _LATE_ mark without a time is named."""
+    import argparse
+
+    from autograder.grading import rules
+
+    out, roster = graded
+    (out / "gradebook.db").touch()
+    monkeypatch.setattr(lms, "lateness", lambda _: {("roerick", A): 1.5 * 86400})
+    policy = out.parent / "late.toml"
+    policy.write_text("percent_per_day = 10\n")
+    args = argparse.Namespace(late_policy=str(policy), no_late_policy=False, due=[])
+    rules.keep(out, rules.settle(ROOT, out, args, {"late_policy"}))  # as `class` keeps it
+    policy.unlink()
+    code, said, err = run(capsys, "--out", str(out), "--roster", str(roster))
+    assert code == 0, err
+    rick = read_rows(out / lms.CANVAS_CSV)[3]
+    assert rick[5] == canvas.number(full_marks() / 2 * 0.8)  # 2 started days: -20%
+    assert "late policy: 10% off per started day late (late.toml, given with --late-policy;" \
+           " kept in" in said
+    assert "note: Canvas marked 1 submission(s) _LATE_ (roerick 01-autodiff)" not in said
+    store.save_result(out, result("lateone", f"lateone_LATE_103_9004_{NB}", 1.0))
+    code, said, err = run(capsys, "--out", str(out), "--roster", str(roster))
+    assert "note: Canvas marked 1 submission(s) _LATE_ (lateone 01-autodiff)" in said, said
+
+
+def test_export_with_a_new_policy_rewrites_grades_csv_to_match(graded, capsys, monkeypatch):
+    """An export given another late policy than the folder's keeps it, and grades.csv and
+    the feedback pages follow it, so that no file disagrees with the Canvas one."""
+    import shutil
+
+    from autograder.grading import reports, rules
+
+    out, roster = graded
+    (out / "gradebook.db").touch()
+    (out / "notebooks" / A).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / A / NB, out / "notebooks" / A / NB)
+    late = {("roerick", A): 1.5 * 86400}
+    monkeypatch.setattr(lms, "lateness", lambda _: late)
+    monkeypatch.setattr(reports, "lateness", lambda _: late)
+    policy = out.parent / "late.toml"
+    policy.write_text("percent_per_day = 10\n")
+    code, said, err = run(capsys, "--out", str(out), "--roster", str(roster),
+                          "--late-policy", str(policy))
+    assert code == 0, err
+    assert rules.load(out)["late"]["table"]["percent_per_day"] == 10
+    with open(out / "grades.csv", newline="") as handle:
+        rick = {r["student"]: r for r in csv.DictReader(handle)}["roerick"]
+    assert rick["total"] == canvas.number(full_marks() / 2 * 0.8) == \
+        read_rows(out / lms.CANVAS_CSV)[3][5]
