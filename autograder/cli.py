@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder import course
 from autograder.errors import CourseError
 from autograder.grading import rules
+from autograder.limits import Limits, add_limit_options
 
 
 def _problems_of_environment() -> list[str]:
@@ -172,19 +173,7 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
     p.add_argument("--out", default=out, help=f"the class folder (default: {out}/)")
     p.add_argument("--workers", type=int, default=None,
                    help="submissions graded at once (default: the number of cores)")
-    p.add_argument("--cell-timeout", type=int, default=cell_timeout,
-                   help="seconds a cell may run (default: "
-                        + (str(cell_timeout) if cell_timeout else "the course's Execute.timeout")
-                        + ")")
-    p.add_argument("--memory-mb", type=int, default=memory_mb,
-                   help=f"memory a submission's kernel may use (default {memory_mb})")
-    p.add_argument("--max-output-kb", type=int, default=256,
-                   help="output kept per cell (default 256)")
-    p.add_argument("--kernel-threads", type=int, default=None,
-                   help="CPU threads for TensorFlow's ops in each kernel (default: cores / "
-                        "workers; TF_NUM_INTRAOP_THREADS or OMP_NUM_THREADS set already win)")
-    p.add_argument("--cpu-seconds", type=int, default=3600,
-                   help="CPU time a submission's kernel may use (default 3600)")
+    add_limit_options(p, cell_timeout, memory_mb)
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox where it cannot be had (student code then "
                         "runs as you, with your files: only for code you trust)")
@@ -203,14 +192,10 @@ def _add_grading_options(p, out: str = "grading", cell_timeout: int | None = Non
 
 def _settings(args):
     from autograder.grading.classgrade import Settings
-    from autograder.limits import Limits
 
-    return Settings(workers=args.workers, limits=Limits(
-        cell_timeout=args.cell_timeout, memory_mb=args.memory_mb,
-        max_output_kb=args.max_output_kb, kernel_threads=args.kernel_threads,
-        cpu_seconds=args.cpu_seconds), force=args.force, keep_logs=args.keep_logs,
-        no_sandbox=args.no_sandbox, scheduler=args.scheduler, cluster_certs=args.cluster_certs,
-        insecure_cluster=args.insecure_cluster)
+    return Settings(workers=args.workers, limits=Limits.from_args(args), force=args.force,
+        keep_logs=args.keep_logs, no_sandbox=args.no_sandbox, scheduler=args.scheduler,
+        cluster_certs=args.cluster_certs, insecure_cluster=args.insecure_cluster)
 
 
 def cmd_grade_class(args) -> int:
@@ -291,6 +276,7 @@ def grade_main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("self", help="grade your own notebook; it is not changed")
     p.add_argument("notebook", help="your notebook, e.g. notebooks/01-autodiff/autodiff.ipynb")
+    add_limit_options(p)
     p = sub.add_parser("class", help="grade a class: a folder of submissions or an LMS zip")
     p.add_argument("input", help="submitted/{student}/{assignment}/*.ipynb, or a zip")
     p.add_argument("-a", "--assignment", action="append",
@@ -339,7 +325,10 @@ def grade_main(argv: list[str] | None = None) -> int:
 
         path = Path(args.notebook)
         print(f"Grading {path} with every test (about as long as running it) ...", flush=True)
-        print(selfgrade.report(path, course.find_root()))
+        from autograder.engine.submission import Settings
+
+        limits = Limits.from_args(args).check()
+        print(selfgrade.report(path, course.find_root(), Settings(limits)))
     except CourseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@
 a private copy of the course folder; `executor` runs the notebook's own cells in a
 sandboxed kernel (`session`, `cellrun`, `messages`, `sandbox`, `kernel`, `service`;
 `forkserver`, `forks` and `namespaces`: kernels forked warm, TensorFlow already loaded;
-`withheld`: the library without the graded exercises) and its test cells here, in the
+`cpushare` and `cgroups`: each kernel's share of the CPU; `withheld`: the library without
+the graded exercises) and its test cells here, in the
 grader (`trusted`, `remote`, `wire`: only data crosses between the two).
 """

@@ -13,13 +13,19 @@ included, scores saved to it):
 - a dead kernel (os._exit, a crash, the memory limit, a cell that would not stop) costs
   only its own cell: a fresh kernel runs the code cells before it again, tests and cells
   that crashed left out, and grading goes on with the next cell;
-- what happened (timeouts, crashes, output cut, ordinary cells that raised) is written
-  into the notebook's metadata under "course_grade".
+- the whole notebook has `Limits.submission_timeout` seconds (kernel starts, every cell,
+  tests and rebuilds included): each cell's deadline is the nearer of its own and the
+  submission's, and past it the kernel is stopped, the cells left are not run (their
+  tests score 0) and the findings say so;
+- what happened (timeouts, crashes, output cut, ordinary cells that raised, the
+  submission stopped at its time limit) is written into the notebook's metadata under
+  "course_grade".
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -69,8 +75,10 @@ class SandboxedExecute(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         limits = self._limits = Limits.from_dict(self.limits)
+        self._deadline = time.monotonic() + limits.submission_timeout
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
-                    "not_run": [], "hidden_failures": []}
+                    "not_run": [], "hidden_failures": [], "stopped": {},
+                    "cpu_cores": limits.cpu_cores}
         self._facts(resources)
         trusted.warm_imports(self.imports)  # the tests' modules load while the kernel starts
         code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
@@ -81,6 +89,13 @@ class SandboxedExecute(NbGraderPreprocessor):
         try:
             for index in code_cells:
                 cell = nb.cells[index]
+                if not findings["stopped"] and self._left() <= 0:  # the submission's time
+                    findings["stopped"] = self._stopped(index)
+                    session = _stop(session)
+                if findings["stopped"]:
+                    cell.outputs = [_error_output("SubmissionTimeout", "not run: " + self._over())]
+                    findings["stopped"]["not_run"] += index != findings["stopped"]["cell"]
+                    continue
                 if session is None:
                     cell.outputs = [_error_output(
                         "KernelDied", "not run: the kernel kept dying in earlier cells")]
@@ -94,6 +109,11 @@ class SandboxedExecute(NbGraderPreprocessor):
                         f"({type(error).__name__}: {str(error)[:300]})")])
                 cell.outputs = run.outputs
                 cell.execution_count = run.reply.get("execution_count")
+                if run.status in ("timeout", "died") and self._left() <= 0:
+                    findings["stopped"] = self._stopped(index)  # its deadline: the submission's
+                    cell.outputs.append(_error_output("SubmissionTimeout", self._over()))
+                    session = _stop(session)
+                    continue
                 if run.hidden:  # a test that Validate would have passed
                     findings["hidden_failures"].append(grade_id(cell))
                 if run.truncated:
@@ -116,10 +136,27 @@ class SandboxedExecute(NbGraderPreprocessor):
             if session is not None:
                 session.stop()
         involved = set(findings["timeouts"] + findings["truncated"] + findings["not_run"] +
-                       [item["cell"] for item in findings["crashes"] + findings["cell_errors"]])
+                       [item["cell"] for item in findings["crashes"] + findings["cell_errors"]
+                        + [findings["stopped"]] if item])
         findings["places"] = {str(i): place_of(nb, i) for i in sorted(involved)}
         nb.metadata[FINDINGS] = findings
         return nb, resources
+
+    # -- the submission's time ----------------------------------------------------------
+    def _left(self) -> float:
+        """Seconds left of the submission's time limit."""
+        return self._deadline - time.monotonic()
+
+    def _timeout(self) -> float:
+        """A cell's deadline, in seconds: its own, or what is left of the submission's."""
+        return max(0.1, min(self._limits.timeout, self._left()))
+
+    def _stopped(self, index: int) -> dict:
+        return {"cell": index, "seconds": self._limits.submission_timeout, "not_run": 0}
+
+    def _over(self) -> str:
+        return (f"grading this notebook passed the time limit for a whole submission, "
+                f"{self._limits.submission_timeout} s")
 
     # -- kernels -------------------------------------------------------------------------
     def _facts(self, resources) -> None:
@@ -152,11 +189,11 @@ class SandboxedExecute(NbGraderPreprocessor):
     def _restart(self, nb, limits, done, crashed, restarts, findings):
         """A fresh kernel with the state the later cells need: the code cells that ran
         before, tests and crashed cells left out. (None, n) when it keeps dying."""
-        while restarts < MAX_RESTARTS:
+        while restarts < MAX_RESTARTS and self._left() > 0:
             restarts += 1
             session = self._start(limits)
             for index in [i for i in done if i not in crashed]:
-                run = session.run(nb.cells[index].source)
+                run = session.run(nb.cells[index].source, self._timeout())
                 if run.status == "died":
                     crashed.add(index)
                     findings["crashes"].append({"cell": index, "reason": run.reason,
@@ -169,8 +206,8 @@ class SandboxedExecute(NbGraderPreprocessor):
 
     def _run_cell(self, session: KernelSession, cell):
         if not is_test(cell):
-            return session.run(cell.source)
-        outcome = trusted.run_test(session, cell.source, self.imports, self._limits.timeout,
+            return session.run(cell.source, self._timeout())
+        outcome = trusted.run_test(session, cell.source, self.imports, self._timeout(),
                                    self._limits.max_output_kb * 1024, names=self.names or ())
         run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
                       reason=outcome.reason, hidden=outcome.hidden)
@@ -181,6 +218,11 @@ class SandboxedExecute(NbGraderPreprocessor):
         if outcome.status != "ok":
             run.outputs.append(_error_output(outcome.ename, outcome.evalue))
         return run
+
+
+def _stop(session: KernelSession | None) -> None:
+    if session is not None:
+        session.stop()
 
 
 def release_of(assignment: str, notebook: str):

@@ -3,8 +3,7 @@
 `KernelSession` starts `autograder.engine.kernel` (in bubblewrap, or plainly with `sandbox=False`),
 talks to it over Unix sockets in a private runtime folder (the sandbox has no network),
 runs one cell at a time (autograder.engine.cellrun: the wall-clock limit, the output cap),
-and stops the kernel, with everything it started, when it passes the memory or process
-limit.
+and stops the kernel, with everything it started, past the memory or process limit.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from jupyter_client import BlockingKernelClient, KernelManager
 from jupyter_client.connect import write_connection_file
 
 from autograder import course, processes
-from autograder.engine import cellrun, forks, forkserver, messages, sandbox
+from autograder.engine import cellrun, cpushare, forks, forkserver, messages, sandbox
 from autograder.engine.cellrun import CellRun
 from autograder.limits import Limits
 
@@ -62,7 +61,7 @@ class KernelSession:
         self._top = None  # host PID of the kernel's top process (bubblewrap, or A)
         self._supervisors: set[int] = set()  # the fork server's A and B: not the kernel's use
         self._kernel = None  # host PID of a forked kernel (C)
-        self._server = None
+        self._server, self.cpu_share = None, cpushare.Share()  # its part of the CPU
         self._stop_watch = threading.Event()
 
     # -- start and stop ------------------------------------------------------------------
@@ -168,6 +167,7 @@ class KernelSession:
         self.kc.load_connection_file()
 
     def _connect(self) -> None:
+        self.cpu_share = cpushare.confine(self._pids, self.limits)  # a cgroup of its own
         messages.limit_size(self.kc, messages.MAX_MESSAGE)
         self.kc.start_channels()
         try:

@@ -314,6 +314,10 @@ def report(root: Path, out: Path, results: list[Result], policy=None,
              f"{len(results)} submission(s); {len(problems)} could not be run"]
     for r in problems:
         lines.append(f"  {r.student} {r.assignment}: {r.fatal}")
+    stopped = [r for r in results if reports.stopped_note(r)]
+    if stopped:
+        lines.append(f"{len(stopped)} stopped at a limit (their points so far kept):")
+        lines += [f"  {r.student} {r.assignment}: {reports.stopped_note(r)}" for r in stopped]
     if policy_line:
         lines.append(policy_line)
     elif policy is not None:

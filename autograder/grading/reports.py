@@ -121,6 +121,8 @@ def write_csv(results, layout: Layout, path: Path, late: dict | None = None,
                 maximum += result.max_score
                 if result.fatal:
                     problems.append(f"{assignment}: {result.fatal}")
+                if stopped_note(result):
+                    problems.append(f"{assignment}: {stopped_note(result)}")
                 if note:
                     problems.append(f"{assignment}: {note}")
                 problems += [f"{assignment}: {p}" for p in problem_notes(result)]
@@ -226,6 +228,17 @@ def write_all(results, releases: dict, out: Path, policy: Policy | None = None) 
     return stats
 
 
+STOPPED = "grading stopped"  # how the note of a submission past its time limit begins
+
+
+def stopped_note(result) -> str | None:
+    """The limit that stopped `result`'s grading, in a line (None: none did)."""
+    for note in result.notes:
+        if note.startswith(STOPPED):
+            return note.split(";")[0]
+    return None
+
+
 def problem_notes(result) -> list[str]:
     """What grades.csv's problems column says of `result` besides its fatal reason, the
     limit that stopped it and its lateness: cells stopped at the time limit, kernel crashes,
@@ -254,9 +267,21 @@ def describe_findings(findings: dict, cell_timeout: float | None = None) -> list
         return places.get(str(cell), f"cell {cell + 1}")
 
     notes = []
+    cores = findings.get("cpu_cores")
+    cores = f" with {cores:g} CPU core(s) (--cpu-cores)" if cores else ""
+    stopped = findings.get("stopped")
+    if stopped:
+        seconds, left = stopped["seconds"], stopped.get("not_run", 0)
+        notes.append(
+            f"{STOPPED} in {where(stopped['cell'])}: the notebook passed the time limit for a "
+            f"whole submission, {seconds} s (--submission-timeout){cores}; that cell"
+            + (f" and the {left} code cell(s) after it" if left else "")
+            + " did not finish, and their tests score 0. Make the notebook run faster from "
+            "top to bottom (fewer training steps or epochs, no long searches or sleeps), well "
+            f"within {seconds} s, then submit again")
     limit = f" of {cell_timeout:g} s per cell" if cell_timeout else " per cell"
     for cell in findings.get("timeouts", []):
-        notes.append(f"{where(cell)} ran past the time limit{limit} (--cell-timeout) "
+        notes.append(f"{where(cell)} ran past the time limit{limit} (--cell-timeout){cores} "
                      "and was stopped, and a test stopped scores 0; make the code it runs "
                      "finish well within it (an endless loop, a long training run or a sleep "
                      "is the usual cause), then submit again")

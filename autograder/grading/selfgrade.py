@@ -154,10 +154,11 @@ def format_report(path: Path, assignment: str, reports: list[ExerciseReport],
     return "\n".join(lines)
 
 
-def report(path: Path | str, root: Path | None = None) -> str:
-    """Grade `path` and return the report text (what the command prints)."""
+def report(path: Path | str, root: Path | None = None, settings=None) -> str:
+    """Grade `path` (with `settings`' limits: a submission.Settings) and return the report
+    text (what the command prints)."""
     path = Path(path)
-    assignment, reports, seconds, notes = grade(path, root)
+    assignment, reports, seconds, notes = grade(path, root, settings=settings)
     return format_report(path, assignment, reports, seconds, notes)
 
 

@@ -39,7 +39,7 @@ class Result:
     @property
     def failed(self) -> bool:
         return bool(self.fatal) or any(
-            n.startswith(("the kernel", "cell", "a cell", "test ", "before "))
+            n.startswith(("the kernel", "cell", "a cell", "test ", "before ", "grading stopped"))
             and " raised an error" not in n for n in self.notes) or any(
             "ran past the time limit" in n for n in self.notes)  # a cell or test stopped
 
