@@ -27,6 +27,8 @@ class Limits:
     cpu_seconds: int = 3600  # CPU time of the kernel process (RLIMIT_CPU)
     max_processes: int = 64  # processes in the kernel's tree
     scratch_mb: int = 512  # the sandbox's writable home
+    max_received_mb: int = 64  # bytes a cell's kernel may send the grader, every message
+    grader_memory_mb: int = 384  # growth of the grader's own memory while a cell runs
     kernel_threads: int | None = None  # TF_NUM_INTRAOP_THREADS / OMP_NUM_THREADS (None: leave)
     cpu_cores: float | None = None  # most cores the kernel may use (None: its equal weight
     #   beside other kernels, no cap; autograder.engine.cpushare)

@@ -469,6 +469,43 @@ def crafted_messages(c):
                             "                parent=_parent)")
 
 
+# --- issue 38: the grader's memory is not the kernel's to fill ---------------------------
+# Each message carries the same 24 MB buffer, sent without a copy and signed afresh: the
+# kernel's memory stays flat, so only the grader's side can stop it.
+FLOOD = ("_k = get_ipython().kernel\n_buf = bytes(24 * 2**20)\n"
+         "_nobody = {'header': _k.session.msg_header('execute_request')}\n")
+
+
+def floods_buffers(c):
+    # 200 messages of this cell's, 4.8 GB in all: stopped once it sent 64 MB
+    return _perfect_with(c, FLOOD + "_parent = _k.get_parent()\nfor _ in range(200):\n"
+                            "    _k.session.send(_k.iopub_socket, 'display_data', {'data': {},\n"
+                            "                    'metadata': {}}, parent=_parent, buffers=[_buf])")
+
+
+def floods_other_cells(c):
+    # 200 outputs of a cell that does not exist: dropped unread, and counted
+    return _perfect_with(c, FLOOD + "for _ in range(200):\n"
+                            "    _k.session.send(_k.iopub_socket, 'stream', {'name': 'stdout',\n"
+                            "                    'text': 'x'}, parent=_nobody, buffers=[_buf])")
+
+
+def floods_in_a_test(c):
+    # while a test calls it: replies on shell and input requests on stdin for no cell,
+    # then the right answer (which scores only if the flood went on unstopped)
+    right = c.answers["numerical_gradient"].replace("def numerical_gradient(", "def _right(")
+    wrong = (right + "\n\ndef numerical_gradient(f, x, eps=1e-3):\n" +
+             "".join("    " + line + "\n" for line in FLOOD.splitlines()) +
+             "    _ident = _k._parent_ident['shell']\n    for _ in range(100):\n"
+             "        _k.session.send(_k.shell_stream, 'execute_reply', {}, parent=_nobody,\n"
+             "                        ident=_ident, buffers=[_buf])\n"
+             "        _k.session.send(_k.stdin_socket, 'input_request', {'prompt': ''},\n"
+             "                        parent=_nobody, ident=_ident, buffers=[_buf])\n"
+             "    return _right(f, x, eps)\n")
+    return (_notebook(c, extra={"numerical_gradient": wrong}),
+            _scores(c, [n for n in EXERCISES if n != "numerical_gradient"]))
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -486,7 +523,8 @@ KINDS = {f.__name__: f for f in (
     leaves_processes, writes_outside, network, fork_many, fills_the_disk, ignores_interrupts,
     sleeps_in_a_test, exits_in_a_test, memory_in_a_test, code_replaced, thread_patches,
     colliding_key, frame_arrays, leaks_encoded, trickles_output, writes_runtime_folder,
-    fakes_observations, zeroes_the_variables, probes_the_requests, crafted_messages)}
+    fakes_observations, zeroes_the_variables, probes_the_requests, crafted_messages,
+    floods_buffers, floods_other_cells, floods_in_a_test)}
 
 
 def build(root, folder) -> dict[str, dict[str, float]]:

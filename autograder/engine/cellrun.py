@@ -5,12 +5,13 @@ input requests, and how the cell ended (`CellRun`).
 kernel says back: the deadline holds however much or little the cell prints (an interrupt
 first, then the kernel is stopped), output past the cap is dropped with a line that says
 so, and a kernel that died, broke its connection or passed a limit ends the cell as
-"died" with the reason.
+"died" with the reason. Every byte the kernel sends while the cell runs is counted
+(messages for other cells too, read through a `messages.Inbox`, which parses only this
+cell's): past `Limits.max_received_mb` the kernel is stopped and the cell's output says so.
 """
 
 from __future__ import annotations
 
-import queue
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -50,6 +51,9 @@ def execute(session: KernelSession, code: str, timeout: float, on_input=None) ->
     interrupted_at = None
     cap = session.limits.max_output_kb * 1024
     used = 0
+    inbox = messages.Inbox(session.kc.session, msg_id)  # every byte the kernel sends, counted
+    flood = session.limits.max_received_mb * 2**20
+    messages.MemoryGuard.of(session)  # the grader's own memory counts from here
     idle = False
     iopub, stdin = session.kc.iopub_channel.socket, session.kc.stdin_channel.socket
     poller = zmq.Poller()
@@ -72,22 +76,27 @@ def execute(session: KernelSession, code: str, timeout: float, on_input=None) ->
         ready = dict(poller.poll(50))
         if on_input is not None and stdin in ready:
             try:
-                _answer_input(session, msg_id, on_input)
+                _answer_input(session, inbox, on_input, flood)
             except zmq.ZMQError:
                 return _broken(session, result)
+            if inbox.received > flood:
+                return _flooded(session, result)
             continue
         try:
             if iopub not in ready:
-                raise queue.Empty
-            msg = session.kc.get_iopub_msg(timeout=0)
-        except queue.Empty:
+                raise zmq.Again
+            msg = inbox.read(iopub, messages.OUTPUTS)
+        except zmq.Again:
             if not session.alive():
                 result.status = "died"
                 result.reason = session.killed_for or (
                     "the kernel died (os._exit, a crash, or the process was killed)")
                 return result
             continue
-        out = messages.output(msg, msg_id)  # None: not this cell's, or malformed
+        if inbox.received > flood:
+            return _flooded(session, result)
+        # None: not this cell's (never parsed), or malformed
+        out = messages.output(msg, msg_id) if msg is not None else None
         if out == "idle":
             idle = True
             continue
@@ -113,8 +122,13 @@ def execute(session: KernelSession, code: str, timeout: float, on_input=None) ->
             result.outputs[-1]["text"] += out["text"]
         else:
             result.outputs.append(out)
-    result.reply = _reply(session, msg_id)
-    reason = session.over_limits()  # what the cell left behind is the cell's doing
+    result.reply = _reply(session, inbox, flood)
+    if inbox.received > flood:
+        return _flooded(session, result)
+    if inbox.received > messages.MAX_MESSAGE:
+        messages.give_back_memory()  # what the cell's messages took, freed
+    # what the cell left behind is the cell's doing (the grader's guard may have stopped it)
+    reason = session.over_limits() or session.killed_for
     if reason:
         session.stop_for(reason)
         result.status, result.reason = "died", reason
@@ -136,29 +150,47 @@ def _broken(session: KernelSession, result: CellRun) -> CellRun:
     return result
 
 
-def _reply(session: KernelSession, msg_id: str) -> dict:
-    """The execute reply of `msg_id` (waiting at most 10 s for it), {} when none came
-    or the kernel shaped it wrongly."""
+def _flooded(session: KernelSession, result: CellRun) -> CellRun:
+    """The kernel sent more than the cell may (`Limits.max_received_mb`): it is stopped,
+    and the cell's output says why."""
+    megabytes = session.limits.max_received_mb
+    session.stop_for(f"the cell sent more than {megabytes} MB of output (every message to "
+                     "the grader counted) and was stopped")
+    result.outputs.append(nbformat.v4.new_output(
+        "stream", name="stdout",
+        text=f"\n[course-grade: the cell sent more than {megabytes} MB of output; stopped]\n"))
+    result.status, result.reason = "died", session.killed_for
+    messages.give_back_memory()
+    return result
+
+
+def _reply(session: KernelSession, inbox: messages.Inbox, flood: int) -> dict:
+    """The execute reply of the inbox's cell (waiting at most 10 s for it), {} when none
+    came, the kernel shaped it wrongly, or the kernel sent more than `flood` bytes."""
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            reply = session.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
+    shell = session.kc.shell_channel.socket
+    while inbox.received <= flood:
+        left = deadline - time.monotonic()
+        if left <= 0 or not shell.poll(max(10, int(left * 1000))):
             return {}
-        parent, content = reply.get("parent_header"), reply.get("content")
-        if isinstance(parent, dict) and parent.get("msg_id") == msg_id:
+        try:
+            reply = inbox.read(shell, ("execute_reply",))
+        except zmq.Again:
+            continue
+        if reply is not None:
+            content = reply.get("content")
             return content if isinstance(content, dict) else {}
     return {}
 
 
-def _answer_input(session: KernelSession, msg_id: str, on_input) -> None:
-    while True:
+def _answer_input(session: KernelSession, inbox: messages.Inbox, on_input,
+                  flood: int) -> None:
+    stdin = session.kc.stdin_channel.socket
+    while inbox.received <= flood:
         try:
-            msg = session.kc.get_stdin_msg(timeout=0)
-        except queue.Empty:
+            msg = inbox.read(stdin, ("input_request",))
+        except zmq.Again:
             return
-        parent, content = msg.get("parent_header"), msg.get("content")
-        if msg.get("msg_type") != "input_request" or not isinstance(parent, dict) or \
-                parent.get("msg_id") != msg_id or not isinstance(content, dict):
-            continue
-        session.kc.input(on_input(str(content.get("prompt", ""))))
+        content = msg.get("content") if msg is not None else None
+        if isinstance(content, dict):
+            session.kc.input(on_input(str(content.get("prompt", ""))))

@@ -168,7 +168,7 @@ class KernelSession:
 
     def _connect(self) -> None:
         self.cpu_share = cpushare.confine(self._pids, self.limits)  # a cgroup of its own
-        messages.limit_size(self.kc, messages.MAX_MESSAGE)
+        messages.limit_sockets(self.kc)
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=READY_SECONDS)
