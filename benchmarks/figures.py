@@ -47,6 +47,7 @@ RUNS = {
     "ner-dropout": (".venv/bin/python benchmarks/bench_ner.py --seeds 0,1,2 --models glove+chars "
                     "--word-dropout 0.1 --out benchmarks/results/ner-dropout.json"),
     "similarity": ".venv/bin/python benchmarks/bench_similarity.py",
+    "cpu-share": ".venv/bin/python benchmarks/bench_cpu_share.py --autogroup-off",
     "suite": "make test (tests/conftest.py writes it after a run of the whole suite)",
 }
 
@@ -288,6 +289,25 @@ figure("ner.decode_gain_test", "ner", "ner-argmax")(
     lambda bio, arg: f"{_f1(bio, 'test') - _f1(arg, 'test'):.3f}")
 figure("ner.tokens_per_s", "ner")(lambda r: f"{_tps(r):,.0f}")
 figure("ner_argmax.tokens_per_s", "ner-argmax")(lambda r: f"{_tps(r):,.0f}")
+
+
+# --- cpu-share.json: an honest submission beside a CPU hog, autogroups on and off ---------
+
+def _slowdowns(report, mode) -> list[float]:
+    """How many times its time alone the honest submission took beside the hog, per run."""
+    found = []
+    for modes in report["runs"].values():
+        run = modes.get(mode) or {}
+        alone, beside = run.get("alone", {}).get("honest"), run.get("beside", {}).get("honest")
+        if alone and beside and alone.get("seconds"):
+            found.append(beside["seconds"] / alone["seconds"])
+    return found
+
+
+for _mode in ("none", "cgroup", "throttle"):
+    figure(f"cpu_share.slowdown_{_mode}", "cpu-share")(
+        lambda r, mode=_mode: (f"{min(_slowdowns(r, mode)):.1f} to "
+                               f"{max(_slowdowns(r, mode)):.1f} times"))
 
 
 # --- suite.json: make test --------------------------------------------------------------
