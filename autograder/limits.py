@@ -79,6 +79,12 @@ def add_limit_options(parser, cell_timeout: int | None = None, memory_mb: int = 
     add("--cpu-cores", type=float, default=None,
         help="most cores a submission's kernel may use, even beside idle ones (default: no "
              "cap; kernels that compete get equal shares)")
+    add("--max-received-mb", type=int, default=64,
+        help="bytes a cell's kernel may send the grader, in MB, every message counted "
+             "(default 64); past it the kernel is stopped")
+    add("--grader-memory-mb", type=int, default=384,
+        help="growth of the grader's own memory while a cell runs, in MB (default 384); "
+             "past it the kernel is stopped")
     add("--submission-timeout", type=int, default=DEFAULT_SUBMISSION_TIMEOUT,
         help="seconds a whole submission may take, every cell and test included (default "
              f"{DEFAULT_SUBMISSION_TIMEOUT}); past it the cells left do not run")

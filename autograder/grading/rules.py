@@ -27,7 +27,7 @@ RULES = "rules.json"
 # the limits that can change a score (kernel_threads only changes the speed)
 SCORED = tuple(f.name for f in fields(Limits) if f.name in (
     "cell_timeout", "memory_mb", "max_output_kb", "cpu_seconds", "cpu_cores",
-    "submission_timeout"))
+    "submission_timeout", "max_received_mb", "grader_memory_mb"))
 COURSE = "the course's pyproject.toml, [tool.course-grade.late]"
 
 
