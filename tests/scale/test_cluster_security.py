@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import socket
 import ssl
 import subprocess
@@ -76,6 +77,10 @@ def readme_command(program: str) -> str:
     return line.split("#")[0].strip()
 
 
+# the dask command as a shell reads it (a checkout path may hold spaces)
+DASK_CMD = shlex.quote(str(DASK))
+
+
 def start(command: str, log: Path, env: dict) -> subprocess.Popen:
     with open(log, "w") as out:
         return subprocess.Popen(["bash", "-c", command], cwd=ROOT, stdout=out,
@@ -123,7 +128,7 @@ def test_a_cluster_started_as_the_readme_says_admits_only_the_course_certificate
     mine, theirs = tmp_path / "certs", tmp_path / "theirs"  # theirs: a CA of a student's own
     certs.make(mine)
     certs.make(theirs)
-    scheduler = readme_command("scheduler").replace(".venv/bin/dask", str(DASK))
+    scheduler = readme_command("scheduler").replace(".venv/bin/dask", DASK_CMD)
     assert "--tls-ca-file $C/ca.crt" in scheduler and "127.0.0.1:8787" in scheduler
     info = tmp_path / "scheduler.json"
     started = [start(f"{scheduler} --host tls://127.0.0.1 --port 0 --dashboard-address "
@@ -136,7 +141,7 @@ def test_a_cluster_started_as_the_readme_says_admits_only_the_course_certificate
         address = re.search(r'"address": "([^"]+)"', info.read_text()).group(1)
         assert address.startswith("tls://127.0.0.1:")
         port = address.rsplit(":", 1)[1]
-        worker = readme_command("worker").replace(".venv/bin/dask", str(DASK)).replace(
+        worker = readme_command("worker").replace(".venv/bin/dask", DASK_CMD).replace(
             "tls://HOST:8786", address)
         started.append(start(f"{worker} --nworkers 1 --name readme --local-directory "
                              f"{tmp_path / 'w'}", tmp_path / "readme.log", {"C": str(mine)}))
@@ -147,7 +152,7 @@ def test_a_cluster_started_as_the_readme_says_admits_only_the_course_certificate
                 ("none", address, []), ("tcp", f"tcp://127.0.0.1:{port}", []),
                 ("theirs", address, certs.flags(theirs, "worker")[2:]
                  + ["--tls-ca-file", str(mine / "ca.crt")])]:
-            started.append(start(" ".join([str(DASK), "worker", target, *plain, *extra,
+            started.append(start(" ".join([DASK_CMD, "worker", target, *plain, *extra,
                                            "--name", name]), tmp_path / f"{name}.log", env))
 
         # clients: none gets in, whatever it tries
