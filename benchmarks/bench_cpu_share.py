@@ -12,6 +12,7 @@ anything else the machine runs):
 
 - none: nothing but the scheduler (the grader before the cgroups);
 - cgroup: each kernel in a cgroup of its own, equal weights;
+- cgroup-cap: the same, each kernel also capped at 1 core (--cpu-cores 1: its share);
 - throttle: no cgroup; each kernel niced and stopped whenever it takes more than its share
   (here 1 core: `kernel_threads`).
 
@@ -67,15 +68,17 @@ def notebooks(busy: int, seconds: float) -> dict:
 
 
 def grade(work: Path, students: dict, mode: str) -> dict:
-    """Seconds and score of each student, graded with COURSE_GRADE_CPU_SHARE=`mode`."""
+    """Seconds and score of each student, graded with COURSE_GRADE_CPU_SHARE=`mode`
+    (`cgroup-cap`: cgroups, each kernel capped at 1 core, --cpu-cores 1)."""
     folder = Path(tempfile.mkdtemp(dir=work))
     for student, nb in students.items():
         path = folder / "submitted" / student / A / "autodiff.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(nb), encoding="utf-8")
-    os.environ[cpushare.SWITCH] = mode  # read by the pool's workers, spawned afresh
+    os.environ[cpushare.SWITCH] = mode.split("-")[0]  # read by the pool's workers
     settings = classgrade.Settings(workers=2, force=True, limits=Limits(
-        kernel_threads=1, cell_timeout=600, submission_timeout=1200))
+        kernel_threads=1, cell_timeout=600, submission_timeout=1200,
+        cpu_cores=1 if mode == "cgroup-cap" else None))
     started = time.monotonic()
     results = classgrade.grade_class(ROOT, folder / "submitted", folder / "out", [A],
                                      settings, log=lambda _: None)
@@ -84,15 +87,20 @@ def grade(work: Path, students: dict, mode: str) -> dict:
                            "notes": r.notes[:2]} for r in results}}
 
 
-def measure(work: Path, modes: list[str], busy: int, hog_factor: float) -> dict:
-    """For each mode: the honest submission alone, then beside the hog."""
-    rows = {}
+def measure(work: Path, modes: list[str], busy: int, hog_factor: float, rows: dict,
+            save) -> dict:
+    """For each mode: the honest submission alone, then beside the hog, into `rows`
+    (`save()` after each: a run cut short keeps what it measured)."""
     for mode in modes:
         print(f"  {mode}: alone, then beside the hog ...", file=sys.stderr, flush=True)
         alone = grade(work, {"honest": notebooks(busy, 0)["honest"]}, mode)
         seconds = alone["honest"]["seconds"]
         rows[mode] = {"alone": alone, "beside": grade(
             work, notebooks(busy, hog_factor * seconds), mode)}
+        print(f"  {mode}: {seconds:.1f} s alone, "
+              f"{rows[mode]['beside']['honest']['seconds']:.1f} s beside the hog",
+              file=sys.stderr, flush=True)
+        save()
     return rows
 
 
@@ -112,7 +120,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--modes", nargs="+", default=["none", "cgroup", "throttle"],
-                        choices=["none", "cgroup", "throttle"])
+                        choices=["none", "cgroup", "cgroup-cap", "throttle"])
     parser.add_argument("--busy", type=int, default=56, help="the hog's busy processes")
     parser.add_argument("--hog-factor", type=float, default=4.0,
                         help="the hog sleeps this many times the honest time alone")
@@ -122,26 +130,31 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     saved = AUTOGROUP.read_text().strip() if AUTOGROUP.exists() else None
     load = os.getloadavg()  # other work on the machine makes every row slower
-    runs = {}
+    runs: dict = {}
+
+    def save() -> None:
+        report = {"benchmark": "cpu_share", "config": vars(args),
+                  "environment": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                  "kernel": platform.release(), "autogroup": saved,
+                                  "load_before": load, "load_after": os.getloadavg()},
+                  "runs": runs}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1), encoding="utf-8")
+
     with tempfile.TemporaryDirectory(prefix="bench-cpu-share-") as tmp:
         print(f"autogroup as it is ({saved}) ...", file=sys.stderr, flush=True)
-        runs[f"as is ({saved})"] = measure(Path(tmp), args.modes, args.busy, args.hog_factor)
+        measure(Path(tmp), args.modes, args.busy, args.hog_factor,
+                runs.setdefault(f"as is ({saved})", {}), save)
         if args.autogroup_off and saved is not None:
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # the setting put back
             try:
                 AUTOGROUP.write_text("0")
                 print("autogroup off ...", file=sys.stderr, flush=True)
-                runs["off (0)"] = measure(Path(tmp), args.modes, args.busy, args.hog_factor)
+                measure(Path(tmp), args.modes, args.busy, args.hog_factor,
+                        runs.setdefault("off (0)", {}), save)
             finally:
                 AUTOGROUP.write_text(saved)
     print(table(runs))
-    report = {"benchmark": "cpu_share", "config": vars(args),
-              "environment": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                              "kernel": platform.release(), "autogroup": saved,
-                              "load_before": load, "load_after": os.getloadavg()},
-              "runs": runs}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(f"written: {args.out}")
     return 0
 

@@ -304,10 +304,14 @@ def _slowdowns(report, mode) -> list[float]:
     return found
 
 
+def _span(values: list[float]) -> str:
+    low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+    return f"{low} times" if low == high else f"{low} to {high} times"
+
+
 for _mode in ("none", "cgroup", "throttle"):
     figure(f"cpu_share.slowdown_{_mode}", "cpu-share")(
-        lambda r, mode=_mode: (f"{min(_slowdowns(r, mode)):.1f} to "
-                               f"{max(_slowdowns(r, mode)):.1f} times"))
+        lambda r, mode=_mode: _span(_slowdowns(r, mode)))
 
 
 # --- suite.json: make test --------------------------------------------------------------

@@ -119,16 +119,39 @@ def test_the_throttle_holds_a_tree_to_its_share_and_nices_it():
     process, tree = _started(BUSY, 3)
     try:
         share = cpushare.Throttle(tree, 0.2)
-        time.sleep(0.5)
+        time.sleep(0.3)
         used, started = cpushare.cpu_seconds(tree()), time.monotonic()
-        time.sleep(2.5)
+        time.sleep(2)
         cores = (cpushare.cpu_seconds(tree()) - used) / (time.monotonic() - started)
         assert cores < 0.2 * 1.3 + 0.05, cores  # 4 busy processes would take every core
         assert share.held_s > 0  # it was stopped (however busy the machine)
-        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in tree()} == {cpushare.NICE}
+        parent, *apart = tree()  # its children run in sessions of their own: lowest
+        assert os.getpriority(os.PRIO_PROCESS, parent) == cpushare.NICE
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in apart} == {cpushare.APART}
+        if os.path.exists(f"/proc/{apart[0]}/autogroup") and os.geteuid() == 0:
+            assert all(f"nice {cpushare.APART}" in open(f"/proc/{pid}/autogroup").read()
+                       for pid in apart)
         share.close()
         time.sleep(0.3)  # closed: the tree runs again, nothing is left stopped
         assert all(psutil.Process(pid).status() != psutil.STATUS_STOPPED for pid in tree())
+    finally:
+        _end(process)
+
+
+def test_a_share_without_a_cap_is_held_only_while_no_core_is_idle(monkeypatch):
+    process, tree = _started(BUSY, 3)
+    try:
+        clock = iter(range(0, 10**9, 10))  # ten more idle seconds at every look
+        monkeypatch.setattr(cpushare, "idle_seconds", lambda: next(clock))
+        share = cpushare.Throttle(tree, 0.05, hard=False)
+        time.sleep(0.6)
+        share.close()
+        assert share.held_s == 0  # it took only what no one else wanted
+        monkeypatch.setattr(cpushare, "idle_seconds", lambda: 0.0)  # no core idle
+        share = cpushare.Throttle(tree, 0.05, hard=False)
+        time.sleep(0.6)
+        share.close()
+        assert share.held_s > 0
     finally:
         _end(process)
 
@@ -142,7 +165,8 @@ def test_without_a_cgroup_a_kernel_is_throttled_and_none_leaves_it_alone(monkeyp
     monkeypatch.setattr(cpushare, "_NO_CGROUP", set())
     monkeypatch.delenv(cpushare.SWITCH, raising=False)
     share = cpushare.confine(lambda: [], Limits(kernel_threads=1))
-    assert share.how == "throttle" and share.cores == 1
+    assert share.how == "throttle" and share.cores == 1 and not share.hard
+    assert cpushare.confine(lambda: [], Limits(cpu_cores=2)).hard
     share.close()
     monkeypatch.setenv(cpushare.SWITCH, "none")
     assert cpushare.confine(lambda: [], Limits()).how == "none"

@@ -3,11 +3,11 @@
 A kernel that starts dozens of busy processes, each in a session of its own (so that the
 scheduler's autogroups, which share the CPU per session, cannot hold it), is graded beside
 an honest submission: the honest one keeps every point and finishes within `FACTOR` times
-its time alone (each kernel has its own cgroup, autograder.engine.cpushare). The hog is
+its time alone (each kernel has a cgroup of its own, autograder.engine.cpushare). The hog is
 stopped by the time limit for a whole submission (`Limits.submission_timeout`), keeps the
 points it earned before, and its feedback page, grades.csv and the class report say which
 limit stopped it. Without the cgroups (COURSE_GRADE_CPU_SHARE=none) the honest submission
-takes over 4 times as long on 2 cores and runs into the same limit.
+takes over 4 times as long on 2 cores, runs into the same limit and loses points.
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ from autograder.grading.store import Result
 from autograder.limits import Limits, add_limit_options
 from conftest import ROOT
 
-FACTOR = 2.0  # the honest submission's time beside the hog, at most, over its time alone
+# the honest submission's time beside the hog, at most, over its time alone: two kernels on
+# 2 cores are owed one core each, and an honest kernel alone uses more than one
+# (TensorFlow's threads, the grader beside it), so up to 2 times is its fair share; 2.5
+# leaves room for the scheduler's imprecision (measured: 1.6 to 1.9; without the cgroups
+# 4.5 to 4.9)
+FACTOR = 2.5
 BUSY = 56  # processes the hog starts (the kernel may have 64)
 HOG = ("import subprocess, sys, time\n"
        "hogs = [subprocess.Popen([sys.executable, '-c', 'while True: pass'],\n"
@@ -44,9 +49,8 @@ def _grade(tmp, name: str, notebooks: dict, limits: Limits):
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(nb), encoding="utf-8")
     settings = classgrade.Settings(workers=2, force=True, limits=limits)
-    results = {r.student: r for r in classgrade.grade_class(
+    return {r.student: r for r in classgrade.grade_class(
         ROOT, tmp / name, tmp / "out", [hostile.A], settings, log=lambda _: None)}
-    return results, classgrade.report(ROOT, tmp / "out", list(results.values()))
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +62,11 @@ def graded(tmp_path_factory):
     honest = hostile._notebook(c)
     hog = hostile._notebook(c, cell=HOG, after="test_sgd_step_none")
     threads = Limits(kernel_threads=1)  # the same in both runs: one core's worth each
-    alone, _ = _grade(tmp, "alone", {"honest": honest}, threads)
+    alone = _grade(tmp, "alone", {"honest": honest}, threads)
     budget = max(20, round(FACTOR * alone["honest"].seconds))
-    beside, summary = _grade(tmp, "beside", {"honest": honest, "hog": hog},
-                             Limits(kernel_threads=1, submission_timeout=budget))
+    beside = _grade(tmp, "beside", {"honest": honest, "hog": hog},
+                    Limits(kernel_threads=1, submission_timeout=budget))
+    summary = classgrade.report(ROOT, tmp / "out", list(beside.values()))
     yield {"alone": alone["honest"], "beside": beside, "summary": summary, "tmp": tmp,
            "budget": budget, "scores": hostile._scores(c), "layout": reports.Layout(
                {hostile.A: c.release})}
