@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", nargs="+", default=["none", "cgroup", "throttle"],
                         choices=["none", "cgroup", "cgroup-cap", "throttle"])
     parser.add_argument("--busy", type=int, default=56, help="the hog's busy processes")
-    parser.add_argument("--hog-factor", type=float, default=4.0,
+    parser.add_argument("--hog-factor", type=float, default=3.0,
                         help="the hog sleeps this many times the honest time alone")
     parser.add_argument("--autogroup-off", action="store_true",
                         help="measure again with sched_autogroup_enabled=0 (root)")
