@@ -52,7 +52,7 @@ def cmd_doctor(args) -> int:
                 read_notebook(path)
             except CourseError as error:
                 found.append(str(error))
-    from autograder.engine import sandbox
+    from autograder.engine.trusted import sandbox
 
     ok, why = sandbox.available()
     if not ok:  # grading still works, unsandboxed: a note, not a problem
@@ -325,7 +325,7 @@ def grade_main(argv: list[str] | None = None) -> int:
 
         path = Path(args.notebook)
         print(f"Grading {path} with every test (about as long as running it) ...", flush=True)
-        from autograder.engine.submission import Settings
+        from autograder.engine.trusted.submission import Settings
 
         limits = Limits.from_args(args).check()
         print(selfgrade.report(path, course.find_root(), Settings(limits)))

@@ -1,8 +1,8 @@
 """What one submission's kernel may use: the one object every part of grading passes on.
 
 `course-grade class` and `self`, the local pool, Dask workers, nbgrader's executor
-(autograder.engine.executor, through its `limits` setting) and the kernel's session
-(autograder.engine.session) all read the same `Limits`. Its fields are the commands'
+(autograder.engine.trusted.executor, through its `limits` setting) and the kernel's session
+(autograder.engine.trusted.session) all read the same `Limits`. Its fields are the commands'
 options (`add_limit_options`: `--cell-timeout` is `cell_timeout`; `Limits.from_args`).
 """
 
@@ -31,7 +31,7 @@ class Limits:
     grader_memory_mb: int = 384  # growth of the grader's own memory while a cell runs
     kernel_threads: int | None = None  # TF_NUM_INTRAOP_THREADS / OMP_NUM_THREADS (None: leave)
     cpu_cores: float | None = None  # most cores the kernel may use (None: its equal weight
-    #   beside other kernels, no cap; autograder.engine.cpushare)
+    #   beside other kernels, no cap; autograder.engine.trusted.cpushare)
     submission_timeout: int = DEFAULT_SUBMISSION_TIMEOUT  # seconds for a whole notebook
 
     def check(self) -> Limits:

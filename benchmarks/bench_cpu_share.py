@@ -6,7 +6,7 @@ notebook with a cell after sgd_step's tests that starts --busy processes spinnin
 `while True: pass`, each in a session of its own (start_new_session: a scheduler
 autogroup each, so that sharing the CPU per session does not hold it), and sleeps
 --hog-factor times the honest time alone (so the hog outlasts the honest submission). One
-row per way a kernel gets its share (autograder.engine.cpushare, COURSE_GRADE_CPU_SHARE),
+row per way a kernel gets its share (autograder.engine.trusted.cpushare, COURSE_GRADE_CPU_SHARE),
 each with its own time alone (the throttle nices every kernel, which costs it against
 anything else the machine runs):
 
@@ -42,7 +42,7 @@ import nbformat  # noqa: E402
 
 from autograder.authoring import demo  # noqa: E402
 from autograder.cells import grade_id  # noqa: E402
-from autograder.engine import cpushare  # noqa: E402
+from autograder.engine.trusted import cpushare  # noqa: E402
 from autograder.grading import classgrade  # noqa: E402
 from autograder.limits import Limits  # noqa: E402
 

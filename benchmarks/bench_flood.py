@@ -122,8 +122,8 @@ class Sampler:
 
 
 def session_kind(kind: str, timeout: int) -> dict:
-    from autograder.engine import sandbox
-    from autograder.engine.session import KernelSession
+    from autograder.engine.trusted import sandbox
+    from autograder.engine.trusted.session import KernelSession
     from autograder.limits import Limits
 
     session = KernelSession(Limits(cell_timeout=timeout, memory_mb=4096),

@@ -6,7 +6,7 @@ times, in one run:
 
 - course-grade: `autograder.grading.classgrade.grade_class` with --workers (default: every core),
   each kernel in the sandbox (bubblewrap), forked warm from a fork server that has
-  TensorFlow loaded (autograder.engine.forkserver);
+  TensorFlow loaded (autograder.engine.trusted.forkserver);
 - course-grade, cold kernels (COURSE_GRADE_FORKSERVER=0): each kernel a fresh process in
   its own sandbox, for what warm kernels save;
 - course-grade --no-sandbox: the kernels run plainly (and start cold), for the sandbox's
@@ -96,7 +96,7 @@ def time_course_grade(folder: Path, assignments: list[str], out: Path,
                       workers: int | None, sandboxed: bool = True,
                       scheduler: str | None = None, warm: bool = True,
                       cluster_certs: Path | None = None) -> tuple[float, list]:
-    from autograder.engine import forkserver
+    from autograder.engine.trusted import forkserver
 
     store.prepare_out(ROOT, out, assignments)  # generating is set-up, as for nbgrader
     started = time.monotonic()

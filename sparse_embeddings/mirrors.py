@@ -4,7 +4,8 @@ library's known-good version of its callee.
 Later notebooks need the earlier exercises' results, so the library keeps its own version
 of many of them (`sparse.deduplicate` is notebook 02's `deduplicate`). `MIRRORS` lists
 them. While a notebook is graded, its kernel gets a copy of the library without the
-versions of that notebook's exercises (autograder.engine.withheld), so an answer cannot call
+versions of that notebook's exercises (autograder.engine.trusted.withheld), so an answer cannot
+call
 them. `known_good` runs a test of a caller with the library's version of its callee, so
 that a mistake in the callee costs only the callee's points.
 """
@@ -68,7 +69,8 @@ def known_good(caller, *callees: str):
     the caller's own namespace, to the name the caller calls: a mistake in the student's
     callee then costs only the callee's points, and the caller's test judges the caller.
     The student's functions are bound again afterwards. While a notebook is graded, the
-    caller lives in the kernel: the grader binds the names there (autograder.engine.trusted)."""
+    caller lives in the kernel: the grader binds the names there
+    (autograder.engine.trusted.testcells)."""
     from sparse_embeddings import observe
 
     router = observe.router()

@@ -9,7 +9,8 @@ tensors, `IndexedSlices`, lists, dicts). The assertions stay in the test.
 In JupyterLab (Validate) an observation is an ordinary call. While a notebook is graded,
 the test runs in the trusted grader and the learner's objects stay in the sandboxed
 kernel; a call of an observation with any of them as an argument is sent there, by name,
-and only its data comes back (autograder.engine.trusted). So an observation can be faked only by
+and only its data comes back (autograder.engine.trusted.testcells). So an observation can be
+faked only by
 computing the right answer.
 """
 

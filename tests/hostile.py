@@ -132,7 +132,7 @@ def service_replaced(c):
     # every request of the grader answered by the notebook: "None" for all, then garbage of
     # every shape (pickled arrays, huge nesting, unknown references)
     nb = _notebook(c, cell=(
-        "import autograder.engine.service as _s\n\n_count = [0]\n\n\n"
+        "import autograder.engine.sandboxed.service as _s\n\n_count = [0]\n\n\n"
         "def _answer(self, text):\n"
         "    import base64, io, pickle\n"
         "    _count[0] += 1\n"
@@ -417,7 +417,8 @@ def fakes_observations(c):
     return _blank_but(c, "from sparse_embeddings import observe\n\n"
                          "for _name in list(observe.REGISTRY):\n"
                          "    observe.REGISTRY[_name] = lambda *a, **k: 0.0\n"
-                         "import autograder.engine.service as _s\n_real = _s.Service._do\n\n\n"
+                         "import autograder.engine.sandboxed.service as _s\n"
+                         "_real = _s.Service._do\n\n\n"
                          "def _do(self, request, table):\n"
                          "    target = request.get('op') == 'call' and \\\n"
                          "        self._target(request, table)\n"
@@ -440,7 +441,8 @@ def zeroes_the_variables(c):
             _scores(c, [n for n in EXERCISES if n != "gradients_or_zeros"]))
 
 
-PROBE = ("import autograder.engine.service as _s\n_seen = []\n_real = _s.Service._do\n\n\n"
+PROBE = ("import autograder.engine.sandboxed.service as _s\n_seen = []\n"
+         "_real = _s.Service._do\n\n\n"
          "def _do(self, request, table):\n"
          "    _seen.append(str(request)[:2000])\n"
          "    return _real(self, request, table)\n\n\n"

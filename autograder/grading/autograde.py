@@ -37,7 +37,7 @@ class NotebookResult:
     notebook: str
     cells: dict[str, CellResult] = field(default_factory=dict)
     fatal: str | None = None  # why it could not be graded at all
-    findings: dict = field(default_factory=dict)  # what autograder.engine.executor found
+    findings: dict = field(default_factory=dict)  # what autograder.engine.trusted.executor found
 
     @property
     def score(self) -> float:
@@ -120,7 +120,7 @@ def autograde_many(root: Path, submissions: dict[str, dict[str, dict]],
     assignment's pool to start; jobs start in the order given. `base`: a course folder
     these assignments were generated into already (`prepare`). Returns assignment ->
     student -> file name -> result."""
-    from autograder.engine import sandbox, submission
+    from autograder.engine.trusted import sandbox, submission
     from autograder.grading.intake import Submission
     from autograder.grading.repair import prepare_submission
 

@@ -9,7 +9,8 @@
    and duplicated grade ids (autograder.grading.intake, autograder.grading.repair).
 2. The grading engine (autograder.engine) grades each submission with nbgrader's own
    autograde in a private copy of the course folder (no solution notebook in it, no other
-   student's work), running the cells in a sandbox (autograder.engine.executor): per-cell time,
+   student's work), running the cells in a sandbox (autograder.engine.trusted.executor):
+   per-cell time,
    memory and output limits, and a dead kernel that does not stop the run. Its worker
    processes run on this machine (`--workers`, default: the number of cores), or as tasks on
    a Dask cluster (`--scheduler ADDRESS`, autograder.scale.dask_cluster).
@@ -38,8 +39,8 @@ import nbformat
 
 from autograder import course
 from autograder.cells import grade_id, read_notebook
-from autograder.engine import sandbox, submission
-from autograder.engine.session import START_FAILED
+from autograder.engine.trusted import sandbox, submission
+from autograder.engine.trusted.session import START_FAILED
 from autograder.errors import CourseError
 from autograder.grading import mistakes, reports, rules
 from autograder.grading.intake import SKIPPED, Submission, collect, notebook_names

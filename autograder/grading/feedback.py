@@ -9,7 +9,8 @@ nbgrader makes its page from the autograded notebook, which holds the hidden
 tests (autograde puts them back to run them). The course's nbgrader_config.py adds
 `WithoutHiddenTests` to that conversion: each hidden block leaves the cells' source. The
 outputs stay as they are: the tests ran in the grader, never in the student's kernel
-(autograder.engine.trusted), so a test cell's output is the test's own message, written by the
+(autograder.engine.trusted.testcells), so a test cell's output is the test's own message,
+written by the
 course's author, or what the student's code printed.
 """
 

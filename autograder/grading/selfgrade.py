@@ -76,7 +76,7 @@ def grade(path: Path, root: Path | None = None, warn=print,
     """Autograde a learner's notebook; returns (assignment, reports, seconds, notes): the
     notes name every cell outside the tests that raised, and every cell that was stopped.
     `settings` (a submission.Settings) for limits other than the course's."""
-    from autograder.engine import sandbox, submission
+    from autograder.engine.trusted import sandbox, submission
     from autograder.grading.reports import describe_findings
 
     root = root or course.find_root()

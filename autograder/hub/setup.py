@@ -221,7 +221,7 @@ def _jupyter_config(config: HubConfig, root: Path, user: str, instructor: bool) 
     (folder / "labconfig").mkdir(parents=True, exist_ok=True)
     lines = ["c = get_config()  # noqa: F821  (written by course hub from hub.toml)"]
     if instructor:
-        from autograder.engine.submission import AUTOGRADE_PREPROCESSORS
+        from autograder.engine.trusted.submission import AUTOGRADE_PREPROCESSORS
 
         lines.append(f"load_subconfig({str(config.course_dir / course.CONFIG_NAME)!r})"
                      "  # noqa: F821")

@@ -42,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder import course
-from autograder.engine import sandbox, submission
+from autograder.engine.trusted import sandbox, submission
 from autograder.errors import CourseError
 from autograder.scale import certs
 from autograder.scale.runner import TRIES, Runner, Stopped, stopped_message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import course
-from autograder.engine import sandbox, withheld
+from autograder.engine.trusted import sandbox, withheld
 from autograder.errors import CourseError
 from conftest import ROOT
 

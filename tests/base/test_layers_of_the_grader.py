@@ -26,7 +26,8 @@ RANK = {package: i for i, layer in enumerate(LAYERS) for package in layer}
 
 
 def package_of(dotted: str) -> str:
-    """The package of a module or name under `autograder` ("autograder.engine.kernel")."""
+    """The package of a module or name under `autograder`
+    ("autograder.engine.sandboxed.kernel")."""
     parts = dotted.split(".")[1:]
     if not parts:
         return "base"
@@ -71,7 +72,9 @@ def test_every_module_is_in_a_known_package():
         "put each new package of autograder/ in a layer of LAYERS"
     for path in modules():
         depth = len(path.relative_to(GRADER).parts)
-        assert depth <= 2, f"{path}: a package of autograder/ holds modules, not packages"
+        rooms = path.relative_to(GRADER).parts[0] == "engine"  # engine/<room>/<module>
+        assert depth <= (3 if rooms else 2), \
+            f"{path}: a package of autograder/ holds modules, not packages"
         assert (path.parent / "__init__.py").is_file(), path
     for folder in folders:
         init = GRADER / folder / "__init__.py"
@@ -102,14 +105,27 @@ def test_the_check_sees_what_it_must():
     the base may not import the engine, hub and authoring may not import each other."""
     assert package_of("autograder") == package_of("autograder.course.find_root") == "base"
     assert package_of("autograder.cli") == package_of("autograder.__main__") == "cli"
-    assert package_of("autograder.engine.kernel") == "engine"
+    assert package_of("autograder.engine.sandboxed.kernel") == "engine"
     assert RANK["base"] < RANK["engine"] < RANK["scale"] < RANK["grading"] < RANK["term"]
     assert RANK["hub"] == RANK["authoring"] < RANK["cli"]
-    submission = GRADER / "engine" / "submission.py"
-    assert ("autograder.engine.executor.FINDINGS" in
+    submission = GRADER / "engine" / "trusted" / "submission.py"
+    assert ("autograder.engine.trusted.executor.FINDINGS" in
             [name for name, _ in imported(submission)])  # a top-level import
-    assert ("autograder.engine.executor.facts_of" in
+    assert ("autograder.engine.trusted.executor.facts_of" in
             [name for name, _ in imported(submission)])  # one inside a function
+
+
+def test_the_sandboxed_room_imports_nothing_of_the_grader():
+    """What runs beside the student's code (engine/sandboxed/) is trusted with nothing, so
+    it imports nothing of the grader's side: only itself, the wire and the base."""
+    wrong = []
+    for path in sorted((GRADER / "engine" / "sandboxed").glob("*.py")):
+        for name, line in imported(path):
+            allowed = (name.startswith(("autograder.engine.sandboxed", "autograder.engine.wire"))
+                       or package_of(name) == "base")
+            if not allowed:
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not wrong, "\n".join(wrong)
 
 
 LINE_LIMIT = 350  # lines of one module of the grader: past it, a module holds two things

@@ -27,7 +27,7 @@ NOTEBOOK = Path("notebooks") / "04-tf1-bridge" / "tf1_bridge.ipynb"
 
 KERNELS = r"""
 import json, os, sys
-from autograder.engine.session import KernelSession
+from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 
 root = os.getcwd()
@@ -97,7 +97,7 @@ def checkout():
 
 
 def test_kernels_and_self_grading_work_from_a_checkout_under_tmp(checkout, tmp_path):
-    from autograder.engine import sandbox
+    from autograder.engine.trusted import sandbox
 
     ok, why = sandbox.available()
     if not ok:

@@ -1,4 +1,5 @@
-"""A kernel's share of the CPU (autograder.engine.cpushare, autograder.engine.cgroups): its
+"""A kernel's share of the CPU (autograder.engine.trusted.cpushare,
+autograder.engine.trusted.cgroups): its
 whole tree in a cgroup of its own with the weight, quota and task limit asked for, gone
 when the kernel stops; cgroup v2's files as the limits say; a sweep that removes only what
 ended graders left; and, where no cgroup can be had, the throttle that holds a tree to its
@@ -15,8 +16,8 @@ import psutil
 import pytest
 
 from autograder import processes
-from autograder.engine import cgroups, cpushare, sandbox
-from autograder.engine.session import KernelSession
+from autograder.engine.trusted import cgroups, cpushare, sandbox
+from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 
 # a parent with two children now and a third once told (after the move)

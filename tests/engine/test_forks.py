@@ -1,4 +1,4 @@
-"""The fork server's side (autograder.engine.forks), in this process: a child that cannot
+"""The fork server's side (autograder.engine.sandboxed.forks), in this process: a child that cannot
 set up its kernel says why, word for word, and a request that fails costs the server no
 file descriptor (it serves many kernels)."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from autograder.engine import forks
+from autograder.engine.sandboxed import forks
 
 
 def open_descriptors() -> int:
@@ -51,7 +51,7 @@ def test_a_fork_that_fails_leaves_no_descriptor(monkeypatch):
 def test_a_fresh_tmpfs_keeps_only_the_folders_beneath_it_that_exist(tmp_path):
     """What a forked kernel binds back over its fresh /tmp or home: the needed folders
     beneath it, none twice (one inside another comes with it), nothing outside it."""
-    from autograder.engine import namespaces
+    from autograder.engine.sandboxed import namespaces
 
     venv, library = tmp_path / "my course" / ".venv", tmp_path / "my course" / "lib"
     for folder in (venv / "lib", library):
@@ -65,7 +65,7 @@ def test_the_cold_sandbox_mounts_its_fresh_folders_before_any_bind(tmp_path):
     """bubblewrap mounts in the order given: the kernel's /tmp and home come first, so a
     checkout beneath them (/tmp/..., /home/student/...) is not covered; only its Python and
     packages are bound, read-only, never the checkout itself."""
-    from autograder.engine import sandbox
+    from autograder.engine.trusted import sandbox
     from conftest import ROOT
 
     args = sandbox.command(tmp_path, {"A": "b c"}, 64)

@@ -1,6 +1,7 @@
 """The grading kernel on a live sandboxed kernel: it answers the grader's requests with data
-(autograder.engine.service, autograder.engine.remote), tests run in the grader
-(autograder.engine.trusted), a cell's deadline holds whatever it prints, and the sandbox hides
+(autograder.engine.sandboxed.service, autograder.engine.trusted.remote), tests run in the grader
+(autograder.engine.trusted.testcells), a cell's deadline holds whatever it prints, and the
+sandbox hides
 the machine."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import psutil
 import pytest
 import tensorflow as tf
 
-from autograder.engine import sandbox, trusted
-from autograder.engine.remote import Bridge, KernelDied, RemoteError
-from autograder.engine.session import KernelSession
+from autograder.engine.trusted import sandbox
+from autograder.engine.trusted import testcells as trusted
+from autograder.engine.trusted.remote import Bridge, KernelDied, RemoteError
+from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 from conftest import ROOT
 
@@ -163,7 +165,7 @@ def test_a_kernel_that_answers_nonsense_costs_only_its_own_request(kernel):
     session = KernelSession(Limits(cell_timeout=20), use_sandbox=True)
     session.start()
     try:
-        session.run("import autograder.engine.service as s\n"
+        session.run("import autograder.engine.sandboxed.service as s\n"
                     "s.Service.handle_request = lambda self, text: {'ok': 'x' * 120_000_000}")
         started = time.monotonic()
         with pytest.raises(RemoteError, match="did not answer"):
@@ -209,10 +211,11 @@ def test_a_test_that_deletes_or_restores_a_notebook_name_changes_the_notebook(ke
 
 
 def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
-    """Kernels forked from one fork server (autograder.engine.forkserver): the second starts
+    """Kernels forked from one fork server (autograder.engine.trusted.forkserver): the second
+    starts
     in seconds, and sees none of the first's files, processes or library copy; no kernel
     can read the server's memory, hold a capability, or see another notebook's library."""
-    from autograder.engine import withheld
+    from autograder.engine.trusted import withheld
 
     library = withheld.library_copy({"rows_changed"}, tmp_path, "autodiff.ipynb")
     limits = Limits(cell_timeout=30)
@@ -274,8 +277,8 @@ def test_without_a_fork_server_each_kernel_starts_cold_in_its_own_sandbox(monkey
     """Where a fork server cannot start (no nested user namespaces), or
     COURSE_GRADE_FORKSERVER=0, the kernel is a fresh process in its own bubblewrap sandbox,
     and the session says so."""
-    from autograder.engine import forkserver
-    from autograder.engine import session as session_module
+    from autograder.engine.trusted import forkserver
+    from autograder.engine.trusted import session as session_module
 
     def refuse(*args, **kwargs):
         raise forkserver.ForkServerError("no nested user namespaces here")
@@ -297,8 +300,8 @@ def test_a_warm_kernel_that_dies_before_it_is_ready_falls_back_to_a_cold_one(
     """A forked kernel that cannot start (here: its start-up raises) costs nothing but
     seconds: the session starts a cold kernel in its own sandbox, and says why in one line,
     the kernel's own error in it; later kernels of this process start cold."""
-    from autograder.engine import forkserver
-    from autograder.engine import session as session_module
+    from autograder.engine.trusted import forkserver
+    from autograder.engine.trusted import session as session_module
 
     spawn, fall_back, when = forkserver.ForkServer.spawn, KernelSession._fall_back, {}
 
@@ -332,7 +335,7 @@ def test_a_warm_kernel_that_dies_before_it_is_ready_falls_back_to_a_cold_one(
 def test_a_kernel_that_cannot_start_at_all_says_what_to_do(monkeypatch):
     """Cold too (here the sandbox shows the kernel no Python): one sentence that names the
     cause, says it is the machine's set-up and what to run; no traceback."""
-    from autograder.engine import session as session_module
+    from autograder.engine.trusted import session as session_module
 
     monkeypatch.setenv("COURSE_GRADE_FORKSERVER", "0")
     monkeypatch.setattr(sandbox, "python_binds", lambda library=None: [])

@@ -1,4 +1,5 @@
-"""What a kernel can make the grader hold (autograder.engine.messages, issue 38): every socket
+"""What a kernel can make the grader hold (autograder.engine.trusted.messages, issue 38): every
+socket
 facing the kernel queues one message, a message for no current cell is dropped unparsed,
 every byte a cell sends counts against `Limits.max_received_mb`, and the grader's own
 memory is guarded where no queue bounds it (one message of many parts)."""
@@ -12,8 +13,8 @@ import zmq
 from jupyter_client import KernelManager
 from jupyter_client.session import Session
 
-from autograder.engine import messages, sandbox
-from autograder.engine.session import KernelSession
+from autograder.engine.trusted import messages, sandbox
+from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 
 MB = 2**20
@@ -84,7 +85,7 @@ def test_every_socket_facing_the_kernel_queues_one_message(use_sandbox, tmp_path
                 break
             time.sleep(0.1)
         sockets["hb"] = kc.hb_channel.socket
-        # a cold kernel's manager (autograder.engine.session._start_cold) has its own,
+        # a cold kernel's manager (autograder.engine.trusted.session._start_cold) has its own,
         # made as the kernel starts: made again, bounded, with its client's
         manager = KernelManager(transport="ipc", ip=str(tmp_path / "k"))
         manager._connect_control_socket()

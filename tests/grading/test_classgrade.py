@@ -24,7 +24,7 @@ from autograder.cells import (
     release_imports,
     release_names,
 )
-from autograder.engine import sandbox, session
+from autograder.engine.trusted import sandbox, session
 from autograder.errors import CourseError
 from autograder.grading import classgrade, feedback, intake, repair, reports, store
 from autograder.limits import Limits

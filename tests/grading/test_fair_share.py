@@ -3,7 +3,8 @@
 A kernel that starts dozens of busy processes, each in a session of its own (so that the
 scheduler's autogroups, which share the CPU per session, cannot hold it), is graded beside
 an honest submission: the honest one keeps every point and finishes within `FACTOR` times
-its time alone (each kernel has a cgroup of its own, autograder.engine.cpushare). The hog is
+its time alone (each kernel has a cgroup of its own, autograder.engine.trusted.cpushare). The
+hog is
 stopped by the time limit for a whole submission (`Limits.submission_timeout`), keeps the
 points it earned before, and its feedback page, grades.csv and the class report say which
 limit stopped it. Without the cgroups (COURSE_GRADE_CPU_SHARE=none) the honest submission
@@ -21,7 +22,7 @@ import nbformat
 import pytest
 
 from autograder.authoring import demo
-from autograder.engine import cgroups, sandbox
+from autograder.engine.trusted import cgroups, sandbox
 from autograder.errors import CourseError
 from autograder.grading import classgrade, reports
 from autograder.grading.store import Result

@@ -18,7 +18,7 @@ import pytest
 
 from autograder import course
 from autograder.cells import read_notebook
-from autograder.engine import sandbox, submission
+from autograder.engine.trusted import sandbox, submission
 from autograder.grading import classgrade, reports, selfgrade
 from autograder.limits import Limits
 from conftest import ROOT, SOLUTIONS
@@ -38,7 +38,7 @@ def ours(process) -> bool:
         line = " ".join(process.cmdline())
     except psutil.Error:
         return False
-    return ("autograder.engine.kernel" in line or line.startswith("bwrap") or
+    return ("autograder.engine.sandboxed.kernel" in line or line.startswith("bwrap") or
             line == f"sleep {hostile.SLEEPER}")
 
 

@@ -172,7 +172,7 @@ def test_every_notebook_ends_with_the_grade_button(path):
 
 @pytest.mark.slow
 def test_without_a_sandbox_self_grading_warns_and_grades(tmp_path, monkeypatch):
-    from autograder.engine import sandbox
+    from autograder.engine.trusted import sandbox
 
     monkeypatch.setattr(sandbox, "available", lambda: (False, "bubblewrap is not installed"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -44,7 +44,7 @@ from autograder.cells import (
     read_notebook,
     write_notebook,
 )
-from autograder.engine import submission
+from autograder.engine.trusted import submission
 from autograder.errors import CourseError
 from autograder.hub import server, setup
 from autograder.hub.setup import home
@@ -369,7 +369,8 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
     loaded = as_user(TEACHER, "env", f"HOME={home(TEACHER)}", sys.executable, "-c",
                      "from nbgrader.apps.baseapp import NbGrader; a = NbGrader(); "
                      "a.load_config_file(); print(a.config.Autograde.autograde_preprocessors)")
-    assert "autograder.engine.executor.SandboxedExecute" in loaded.stdout, loaded.stderr[-2000:]
+    executor = "autograder.engine.trusted.executor.SandboxedExecute"
+    assert executor in loaded.stdout, loaded.stderr[-2000:]
     page = teacher.page
     page.goto(teacher.url("lab?reset"))  # a fresh workspace opens on the Launcher
     page.click(".jp-LauncherCard[title='Start a new terminal session']")

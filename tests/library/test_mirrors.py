@@ -1,6 +1,6 @@
 """The library's versions of exercises (`sparse_embeddings.mirrors`): each names its
 exercise and gives what the notebook's solution gives; the kernel that grades a notebook
-gets a library without them (autograder.engine.withheld), whose own code still works;
+gets a library without them (autograder.engine.trusted.withheld), whose own code still works;
 `known_good` lends a caller the library's callee and gives the student's back."""
 
 import functools
@@ -208,8 +208,8 @@ def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp
     train_step inside the library) is kept and works."""
     import json
 
-    from autograder.engine import withheld
-    from autograder.engine.executor import facts_of
+    from autograder.engine.trusted import withheld
+    from autograder.engine.trusted.executor import facts_of
 
     release = read_notebook(next(p for p in solution_paths() if p.parent.name[:2] == "06"))
     _, graded, kept = facts_of(release)
@@ -236,8 +236,8 @@ def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp
 
 
 def test_every_mirror_is_withheld_while_its_notebook_is_graded():
-    from autograder.engine import withheld
-    from autograder.engine.executor import facts_of
+    from autograder.engine.trusted import withheld
+    from autograder.engine.trusted.executor import facts_of
 
     for path in solution_paths():
         _, graded, kept = facts_of(read_notebook(path))

@@ -5,10 +5,11 @@ runner (autograder.scale.runner: a local pool, or Dask), which grades each job (
 assignment, notebook text) with `grade_one` in a worker process holding a private copy
 of the course folder (its gradebook, no solution notebook, no other student's
 work), with nbgrader's own autograde: test cells restored from the gradebook (hidden ones
-included), `autograder.engine.executor.SandboxedExecute` to run the cells, nbgrader's scores.
+included), `autograder.engine.trusted.executor.SandboxedExecute` to run the cells, nbgrader's
+scores.
 Results come
 back as data: per test cell its score and its message (the test ran in the grader,
-never in the student's kernel: autograder.engine.trusted); the findings of the run; the
+never in the student's kernel: autograder.engine.trusted.testcells); the findings of the run; the
 autograded notebook for the instructor.
 """
 
@@ -28,12 +29,12 @@ import nbformat
 
 from autograder import course
 from autograder.cells import HIDDEN_MARKERS, grade_id, is_test
-from autograder.engine.executor import FINDINGS
+from autograder.engine.trusted.executor import FINDINGS
 from autograder.limits import Limits
 
 # nbgrader's autograde with the course's sandboxed executor in place of nbgrader's Execute
 AUTOGRADE_PREPROCESSORS = (
-    "autograder.engine.executor.SandboxedExecute",
+    "autograder.engine.trusted.executor.SandboxedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -65,7 +66,7 @@ class Job:
     def of(cls, key, student, assignment, notebook, text, release) -> Job:
         """A job whose course facts come from `release`, the assignment's release."""
         from autograder.cells import release_names
-        from autograder.engine.executor import facts_of
+        from autograder.engine.trusted.executor import facts_of
 
         imports, exercises, kept = facts_of(release)
         return cls(key, student, assignment, notebook, text, imports, tuple(exercises),
@@ -112,7 +113,7 @@ def config(course_dir: Path, settings: Settings, job: Job | None = None):
 
 
 def findings_of(notebook) -> dict:
-    """What the executor found while grading `notebook` (autograder.engine.executor)."""
+    """What the executor found while grading `notebook` (autograder.engine.trusted.executor)."""
     return dict(notebook.metadata.get(FINDINGS, {}))
 
 

@@ -1,11 +1,11 @@
 """A kernel's share of the CPU: from the operating system where it can be, else held here.
 
-`confine(tree, limits)` is called by autograder.engine.session once a kernel's top process
+`confine(tree, limits)` is called by autograder.engine.trusted.session once a kernel's top process
 has started, before its first cell (`tree()`: the host PIDs of the kernel's processes, top
 first). The share it returns ends by itself when that tree has ended (`close()` ends it at
 once). In order:
 
-- **cgroups** (autograder.engine.cgroups): the kernel's whole tree in a cgroup of its own,
+- **cgroups** (autograder.engine.trusted.cgroups): the kernel's whole tree in a cgroup of its own,
   cgroup v2 or v1, whichever this machine lets the grader write, with the weight of any
   other cgroup. A kernel's weight is the same as any other kernel's however many processes
   or sessions it starts (a setsid per process defeats the scheduler's autogroups, not
@@ -45,7 +45,7 @@ import signal
 import threading
 import time
 
-from autograder.engine.cgroups import Cgroups, Unavailable
+from autograder.engine.trusted.cgroups import Cgroups, Unavailable
 
 SWITCH = "COURSE_GRADE_CPU_SHARE"
 TICK = 0.1  # seconds between the throttle's looks at the tree's CPU time

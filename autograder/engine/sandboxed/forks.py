@@ -1,10 +1,11 @@
-"""The fork server itself, as it runs in the sandbox (`python -m autograder.engine.forks`).
+"""The fork server itself, as it runs in the sandbox (`python -m
+autograder.engine.sandboxed.forks`).
 
 `serve` imports the preload it was given, says READY on stdout, and then forks, for each
 request line on stdin, the three processes of one warm kernel: A (new namespaces and
 mounts), B (PID 1 of the new PID namespace, with a /proc of its own) and C (every
 capability dropped, then the grading kernel). What each one isolates, and why, is in
-autograder.engine.forkserver, the grader's side that starts this server and asks it for
+autograder.engine.trusted.forkserver, the grader's side that starts this server and asks it for
 kernels.
 """
 
@@ -16,7 +17,7 @@ import signal
 import sys
 from pathlib import Path
 
-from autograder.engine.sandbox import KERNEL_UID, SMALL_TMPFS
+from autograder.engine.sandboxed.namespaces import KERNEL_UID, SMALL_TMPFS
 
 READY = "ready"
 START_ERROR = "start-error"  # what stopped a kernel before it was ready, in its runtime folder
@@ -39,7 +40,7 @@ def serve() -> None:
     kernel for each request line."""
     import importlib
 
-    from autograder.engine import kernel, namespaces  # noqa: F401 - loaded for the children
+    from autograder.engine.sandboxed import kernel, namespaces  # noqa: F401 - loaded for the children
 
     for module in filter(None, os.environ.get(kernel.PRELOAD, "").split(",")):
         try:
@@ -109,7 +110,7 @@ def _say(fd: int, text: str) -> None:
 
 def _isolate(request: dict, report: int) -> None:
     """A: the new namespaces and mounts; then B and C below it. A waits for B."""
-    from autograder.engine import namespaces as ns
+    from autograder.engine.sandboxed import namespaces as ns
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ns.die_with_parent(signal.SIGKILL)
@@ -155,7 +156,7 @@ def _isolate(request: dict, report: int) -> None:
 def _reaper(request: dict, report: int) -> None:
     """B: PID 1 of the kernel's namespace. It starts C and reaps every orphan; when C
     ends, B ends, and with it everything still in the namespace."""
-    from autograder.engine import namespaces as ns
+    from autograder.engine.sandboxed import namespaces as ns
 
     ns.die_with_parent(signal.SIGKILL)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -181,8 +182,8 @@ def _kernel(request: dict, report: int) -> None:
     """C: no capability left; then the grading kernel, as a fresh process starts it."""
     import random
 
-    from autograder.engine import kernel
-    from autograder.engine import namespaces as ns
+    from autograder.engine.sandboxed import kernel
+    from autograder.engine.sandboxed import namespaces as ns
 
     ns.die_with_parent(signal.SIGKILL)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -1,7 +1,8 @@
 """The sandboxed kernel's side of grading: it answers data requests, and decides nothing.
 
 While a notebook is graded, its test cells run in the trusted grader
-(`autograder.engine.trusted`), never here. What the grader needs from the student's code it asks
+(`autograder.engine.trusted.testcells`), never here. What the grader needs from the student's
+code it asks
 for, one request at a time, as data (`autograder.engine.wire`):
 
 - `names`: the notebook's public names; `get`: one of them (data, or a handle);

@@ -1,4 +1,5 @@
-"""The Linux calls that give a forked kernel namespaces of its own (autograder.engine.forks).
+"""The Linux calls that give a forked kernel namespaces of its own
+(autograder.engine.sandboxed.forks).
 
 They run inside the sandbox, as its unprivileged user. A new user namespace gives a process
 every capability over the namespaces it creates with it, and over nothing else: that is
@@ -16,6 +17,9 @@ import fcntl
 import os
 import socket
 import struct
+
+KERNEL_UID = 1000  # the kernel's user and group in its user namespace (`student`)
+SMALL_TMPFS = 64 * 2**20  # bytes of its /tmp and of its /dev/shm
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000

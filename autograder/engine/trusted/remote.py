@@ -1,9 +1,10 @@
 """The trusted side's view of the kernel: `Remote` objects and the `Bridge` that asks.
 
-A test cell that runs in the grader (`autograder.engine.trusted`) sees each object of the
+A test cell that runs in the grader (`autograder.engine.trusted.testcells`) sees each object of the
 notebook either as data (a fresh copy: numbers, arrays, tensors, variables, lists...) or
 as a `Remote`: calling it, reading an attribute, indexing it, taking its length asks the
-kernel (`autograder.engine.service`) and brings back data, or another `Remote`. What the test
+kernel (`autograder.engine.sandboxed.service`) and brings back data, or another `Remote`. What
+the test
 passes in goes as data too; a `tf.Variable` of the test keeps a twin in the kernel, whose
 value comes back after each request (so in-place updates are seen, and identity is
 kept: a returned twin is the test's own variable); a function of the test becomes a
@@ -24,7 +25,7 @@ import weakref
 import numpy as np
 
 from autograder.engine import wire
-from autograder.engine.service import CALLBACK, RPC
+from autograder.engine.sandboxed.service import CALLBACK, RPC
 from autograder.limits import Limits
 
 DEFAULT_OUTPUT = Limits().max_output_kb * 1024  # bytes a test cell may print

@@ -17,7 +17,7 @@ dying. Where the cgroups are made is found at run time (`places`):
 
 `sweep(folder)` removes the empty cgroups of graders that have ended (the first cgroup a
 process makes sweeps its folder first): cgroups of graders still running, on this machine
-or beside this test run, are left alone. autograder.engine.cpushare chooses between this
+or beside this test run, are left alone. autograder.engine.trusted.cpushare chooses between this
 and its throttle.
 """
 

@@ -1,10 +1,12 @@
 """The grading kernel: ipykernel that also answers the grader's data requests.
 
-Started by the grader (autograder.engine.session), inside the sandbox, as
-`python -m autograder.engine.kernel -f CONNECTION_FILE`. It runs the notebook's cells as any
-kernel does. A cell that starts with `autograder.engine.service.RPC` is not code: it is a
+Started by the grader (autograder.engine.trusted.session), inside the sandbox, as
+`python -m autograder.engine.sandboxed.kernel -f CONNECTION_FILE`. It runs the notebook's cells
+as any
+kernel does. A cell that starts with `autograder.engine.sandboxed.service.RPC` is not code: it is a
 request of the trusted grader (call this function with these inputs, tell me about this
-object), answered with data in the execute reply (`autograder.engine.service`). No test cell,
+object), answered with data in the execute reply (`autograder.engine.sandboxed.service`). No
+test cell,
 expected value or verdict ever reaches this process.
 
 Before any student code runs it sets its CPU-time limit and, once its sockets are bound,
@@ -23,7 +25,7 @@ import sys
 
 from ipykernel.ipkernel import IPythonKernel
 
-from autograder.engine.service import RPC, Service
+from autograder.engine.sandboxed.service import RPC, Service
 
 WRITABLE = ("/home", "/tmp", "/dev")  # the sandbox's own tmpfs scratch and devices
 PRELOAD = "COURSE_GRADE_PRELOAD"  # the modules to load before the first cell, comma-separated

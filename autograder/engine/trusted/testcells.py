@@ -3,7 +3,8 @@
 `run_test` runs the full source of a test cell (hidden tests included, as the gradebook
 holds it) in a fresh namespace of the grader: the release's imports bound to the real
 modules, and the names the release's own cells define taken from the notebook's kernel, as data
-or as an `autograder.engine.remote.Remote`. Observations of remote objects are sent to the kernel
+or as an `autograder.engine.trusted.remote.Remote`. Observations of remote objects are sent to
+the kernel
 (the course's `observations` module, `sparse_embeddings.observe` here), and so are
 `known_good` blocks (`sparse_embeddings.mirrors`). The verdict is whether the cell
 raised, here: nothing the kernel sends is run, unpickled or trusted as a verdict.
@@ -24,7 +25,13 @@ import nbformat
 
 from autograder import course
 from autograder.cells import HIDDEN_MARKERS
-from autograder.engine.remote import DEFAULT_OUTPUT, Bridge, CellTimeout, KernelDied, Registered
+from autograder.engine.trusted.remote import (
+    DEFAULT_OUTPUT,
+    Bridge,
+    CellTimeout,
+    KernelDied,
+    Registered,
+)
 
 MESSAGE_LIMIT = 1500  # characters of a failing test's message kept for the student
 _WARMING: dict[str, threading.Thread] = {}

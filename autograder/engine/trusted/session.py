@@ -1,9 +1,9 @@
 """One grading kernel, started in the sandbox and watched from outside.
 
-`KernelSession` starts `autograder.engine.kernel` (in bubblewrap, or plainly with `sandbox=False`),
-talks to it over Unix sockets in a private runtime folder (the sandbox has no network),
-runs one cell at a time (autograder.engine.cellrun: the wall-clock limit, the output cap),
-and stops the kernel, with everything it started, past the memory or process limit.
+`KernelSession` starts `sandboxed.kernel` (in bubblewrap, or plainly with `sandbox=False`),
+talks to it over Unix sockets in a private runtime folder (the sandbox has no network), runs
+one cell at a time (`cellrun`: the wall-clock limit, the output cap), and stops the kernel,
+with everything it started, past the memory or process limit.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from jupyter_client import BlockingKernelClient, KernelManager
 from jupyter_client.connect import write_connection_file
 
 from autograder import course, processes
-from autograder.engine import cellrun, cpushare, forks, forkserver, messages, sandbox
-from autograder.engine.cellrun import CellRun
+from autograder.engine.sandboxed import forks
+from autograder.engine.trusted import cellrun, cpushare, forkserver, messages, sandbox
+from autograder.engine.trusted.cellrun import CellRun
 from autograder.limits import Limits
 
 # Read by TensorFlow (its thread pool for an op's own work) and OpenMP when they start.
@@ -44,7 +45,7 @@ class _Manager(KernelManager):
     python: str = sys.executable
 
     def format_kernel_cmd(self, extra_arguments=None):
-        return [*self.wrapper, self.python, "-m", "autograder.engine.kernel", "-f",
+        return [*self.wrapper, self.python, "-m", "autograder.engine.sandboxed.kernel", "-f",
                 self.connection_file]
 
 
@@ -52,12 +53,12 @@ class KernelSession:
     def __init__(self, limits: Limits, use_sandbox: bool = True, library=None):
         self.limits = limits
         self.use_sandbox = use_sandbox
-        self.library = library  # the library the kernel sees (autograder.engine.withheld)
+        self.library = library  # the library the kernel sees (autograder.engine.trusted.withheld)
         self.km = None
         self.kc = None
         self.runtime = None
         self.killed_for = None
-        self.warm = False  # the kernel came from a fork server (autograder.engine.forkserver)
+        self.warm = False  # the kernel came from a fork server (forkserver)
         self._top = None  # host PID of the kernel's top process (bubblewrap, or A)
         self._supervisors: set[int] = set()  # the fork server's A and B: not the kernel's use
         self._kernel = None  # host PID of a forked kernel (C)
@@ -118,8 +119,8 @@ class KernelSession:
         self.runtime = Path(tempfile.mkdtemp(prefix="cg-", dir=_runtime_parent()))
         os.chmod(self.runtime, 0o700)
         if self.use_sandbox:
-            fonts = _matplotlib_cache()
-            env.update(_sandboxed_env(fonts))
+            fonts = sandbox.matplotlib_cache()
+            env.update(sandbox.kernel_env(fonts))
             wrapper = sandbox.command(self.runtime, env, self.limits.scratch_mb, fonts,
                                       library=self.library)
             cwd = "/"
@@ -127,7 +128,7 @@ class KernelSession:
             scratch = self.runtime / "home"
             scratch.mkdir()
             env.update(HOME=str(scratch), MPLCONFIGDIR=str(scratch / ".matplotlib"),
-                       COURSE_GRADE_MPL_CACHE=_matplotlib_cache())
+                       COURSE_GRADE_MPL_CACHE=sandbox.matplotlib_cache())
             if self.library is not None:  # the library without the graded exercises first
                 env["PYTHONPATH"] = str(Path(self.library).parent)
             wrapper = []
@@ -135,7 +136,8 @@ class KernelSession:
         km = _Manager(transport="ipc", ip=str(self.runtime / "k"),
                       connection_file=str(self.runtime / "conn.json"))
         km.wrapper = wrapper
-        self._probe = ([*wrapper, km.python, "-c", "import autograder.engine.kernel"], env, cwd)
+        probe = "import autograder.engine.sandboxed.kernel"
+        self._probe = ([*wrapper, km.python, "-c", probe], env, cwd)
         # the kernel's own start-up chatter (not cell output) is dropped
         km.start_kernel(env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.km = km
@@ -144,8 +146,8 @@ class KernelSession:
 
     def _start_warm(self, env: dict, facts) -> None:
         """The kernel forked from a fork server that has TensorFlow loaded already."""
-        fonts = _matplotlib_cache()
-        env.update(_sandboxed_env(fonts))
+        fonts = sandbox.matplotlib_cache()
+        env.update(sandbox.kernel_env(fonts))
         server_env = dict(env, COURSE_GRADE_PRELOAD=",".join(
             forkserver.server_preload(facts.preload, facts.library or "")))
         key = (server_env, fonts, _runtime_parent())
@@ -181,7 +183,7 @@ class KernelSession:
 
     def _why_not_ready(self, error: Exception | str) -> str:
         """Why the kernel died before it was ready, as far as can be told: what a forked
-        kernel said (autograder.engine.forks), or what the same command says when it only
+        kernel said (autograder.engine.sandboxed.forks), or what the same command says when it only
         imports the kernel (a cold one)."""
         said = ""
         if self.warm and self.runtime is not None:
@@ -296,20 +298,21 @@ class KernelSession:
             return
         for process in self._tree():
             try:
-                if any("autograder.engine.kernel" == part for part in process.cmdline()) and \
+                kernel_module = "autograder.engine.sandboxed.kernel"
+                if any(kernel_module == part for part in process.cmdline()) and \
                         not process.name().startswith("bwrap"):
                     process.send_signal(signal.SIGINT)
             except psutil.Error:
                 pass
 
-    # -- one cell (autograder.engine.cellrun) --------------------------------------------
+    # -- one cell (autograder.engine.trusted.cellrun) --------------------------------------------
     def run(self, code: str, timeout: float | None = None) -> CellRun:
         """Run a cell of the notebook; its outputs, capped, and how it ended."""
         return cellrun.execute(self, code, timeout or self.limits.timeout)
 
     def execute(self, code: str, timeout: float, on_input=None) -> CellRun:
         """`code` run with at most `timeout` seconds, `on_input` answering the kernel's
-        input requests (autograder.engine.cellrun.execute)."""
+        input requests (autograder.engine.trusted.cellrun.execute)."""
         return cellrun.execute(self, code, timeout, on_input)
 
 
@@ -328,23 +331,8 @@ class _WarmClient(BlockingKernelClient):
 
 
 def _one_line(error: Exception) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text[:400]
+    return (" ".join(str(error).split()) or type(error).__name__)[:400]
 
 
 def _runtime_parent() -> str | None:
     return RUNTIME_PARENT if os.access(RUNTIME_PARENT, os.W_OK) else None
-
-
-def _sandboxed_env(fonts: str) -> dict:
-    return dict(HOME=sandbox.HOME, MPLCONFIGDIR=f"{sandbox.HOME}/.matplotlib",
-                COURSE_GRADE_SANDBOXED="1",
-                COURSE_GRADE_MPL_CACHE=sandbox.FONT_CACHE if fonts else "")
-
-
-def _matplotlib_cache() -> str:
-    """The grader's matplotlib font cache, copied into each kernel's home at start (so no
-    kernel spends seconds building its own)."""
-    base = os.environ.get("MPLCONFIGDIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
-    return base if os.path.isdir(base) else ""

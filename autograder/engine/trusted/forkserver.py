@@ -2,9 +2,10 @@
 
 Importing TensorFlow and Keras costs a grading kernel about 8 s of CPU before its first
 cell (a 2 GHz EPYC). A `ForkServer` pays that once: it is a process in the sandbox
-(autograder.engine.sandbox) that imports the course's third-party preload (pyproject.toml:
+(autograder.engine.trusted.sandbox) that imports the course's third-party preload (pyproject.toml:
 [tool.course-grade] preload, the modules outside the course library) and then only forks.
-Each kernel it is asked for is a child with namespaces of its own (autograder.engine.namespaces):
+Each kernel it is asked for is a child with namespaces of its own
+(autograder.engine.sandboxed.namespaces):
 
     fork server (sandbox)  ->  A: new user, mount, PID, network, IPC and UTS namespaces;
                                   a fresh home, /tmp and /dev/shm; the library without
@@ -12,7 +13,8 @@ Each kernel it is asked for is a child with namespaces of its own (autograder.en
                                -> B: PID 1 of the new namespace, with a /proc of
                                   its own (read-only); reaps orphans
                                   -> C: every capability dropped, then the grading kernel
-                                     (autograder.engine.kernel), as a fresh one would start
+                                     (autograder.engine.sandboxed.kernel), as a fresh one would
+                                     start
 
 So a kernel sees nothing another kernel left: no file (its home and /tmp are new), no
 process (its own PID namespace and /proc; when B ends, everything in it ends), no socket (its own
@@ -28,7 +30,7 @@ and each later kernel of its process in its own sandbox, and says why in one lin
 `COURSE_GRADE_FORKSERVER=0` turns warm kernels off.
 
 This module is the grader's side (`ForkServer`, `acquire`, `release`); the server's side,
-which runs in the sandbox and forks A, B and C, is autograder.engine.forks.
+which runs in the sandbox and forks A, B and C, is autograder.engine.sandboxed.forks.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import threading
 from pathlib import Path
 
 from autograder import processes
-from autograder.engine import forks
+from autograder.engine.sandboxed import forks
 
 START_SECONDS = 300  # the server's imports, on a slow and busy machine
 FORK_SECONDS = 60  # one child set up and its kernel about to start
@@ -64,7 +66,7 @@ class ForkServer:
     """One fork server, started in the sandbox with `env`; kernels come from `spawn`."""
 
     def __init__(self, env: dict[str, str], fonts: str, parent: str | None):
-        from autograder.engine import sandbox
+        from autograder.engine.trusted import sandbox
 
         self.folder = Path(tempfile.mkdtemp(prefix="cg-fs-", dir=parent))
         os.chmod(self.folder, 0o700)
@@ -75,7 +77,7 @@ class ForkServer:
         command = sandbox.command(self.folder, env, 64, fonts,
                                   read_only=(self.libraries,), proc_witness=True)
         self.process = subprocess.Popen(
-            [*command, sys.executable, "-m", "autograder.engine.forks"],
+            [*command, sys.executable, "-m", "autograder.engine.sandboxed.forks"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd="/")
         try:
@@ -99,7 +101,7 @@ class ForkServer:
     def spawn(self, connection_file: Path, env: dict[str, str], scratch_mb: int,
               library: Path | None, library_folder: str | None) -> int:
         """Start a kernel on `connection_file`; the host PID of its top process (A)."""
-        from autograder.engine import sandbox
+        from autograder.engine.trusted import sandbox
 
         request = {"connection_file": str(connection_file), "env": env,
                    "scratch_bytes": scratch_mb * 2**20, "home": env["HOME"],

@@ -1,7 +1,7 @@
 """One cell run in a kernel session: the wall-clock deadline, the output cap, the kernel's
 input requests, and how the cell ended (`CellRun`).
 
-`execute` sends a cell to an `autograder.engine.session.KernelSession` and reads what the
+`execute` sends a cell to an `autograder.engine.trusted.session.KernelSession` and reads what the
 kernel says back: the deadline holds however much or little the cell prints (an interrupt
 first, then the kernel is stopped), output past the cap is dropped with a line that says
 so, and a kernel that died, broke its connection or passed a limit ends the cell as
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import nbformat
 import zmq
 
-from autograder.engine import messages
+from autograder.engine.trusted import messages
 
 if TYPE_CHECKING:
-    from autograder.engine.session import KernelSession
+    from autograder.engine.trusted.session import KernelSession
 
 INTERRUPT_GRACE = 5  # seconds a cell has to stop once interrupted, before the kernel is killed
 

@@ -4,11 +4,14 @@
 steps before and after it stay: test cells restored from the gradebook, hidden ones
 included, scores saved to it):
 
-- the notebook's own cells run one by one in an `autograder.engine.session.KernelSession`: the
+- the notebook's own cells run one by one in an
+`autograder.engine.trusted.session.KernelSession`: the
   sandbox, a wall-clock limit per cell whatever it prints, a memory and a process limit,
-  an output cap, and a library without this notebook's answers (autograder.engine.withheld);
+  an output cap, and a library without this notebook's answers
+  (autograder.engine.trusted.withheld);
 - a test cell never enters the kernel: it runs here, in the grader's process
-  (`autograder.engine.trusted`), asking the kernel for the student's objects as data. It passes
+  (`autograder.engine.trusted.testcells`), asking the kernel for the student's objects as data.
+  It passes
   when it raises nothing here; its error output is the test's own message;
 - a dead kernel (os._exit, a crash, the memory limit, a cell that would not stop) costs
   only its own cell: a fresh kernel runs the code cells before it again, tests and cells
@@ -34,9 +37,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, List, Unicode
 
 from autograder.cells import grade_id, is_test, place_of, release_names
-from autograder.engine import trusted
-from autograder.engine.cellrun import CellRun
-from autograder.engine.session import KernelSession
+from autograder.engine.trusted import testcells as trusted
+from autograder.engine.trusted.cellrun import CellRun
+from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 
 FINDINGS = "course_grade"
@@ -161,7 +164,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     # -- kernels -------------------------------------------------------------------------
     def _facts(self, resources) -> None:
         """The release's imports and exercises, and the library the kernel gets."""
-        from autograder.engine import withheld
+        from autograder.engine.trusted import withheld
 
         info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
         if not self.imports or self.exercises is None or self.names is None:
@@ -241,7 +244,7 @@ def release_of(assignment: str, notebook: str):
 def facts_of(release) -> tuple[str, list[str], list[str]]:
     """(imports, exercises, library names its own cells use) of a release notebook."""
     from autograder.cells import is_answer, nbgrader_meta, release_imports
-    from autograder.engine import withheld
+    from autograder.engine.trusted import withheld
 
     exercises = [grade_id(c) for c in release.cells if is_answer(c) and grade_id(c)]
     own = [c.source for c in release.cells if c.cell_type == "code" and not nbgrader_meta(c)]

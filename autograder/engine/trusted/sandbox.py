@@ -9,8 +9,8 @@ tmpfs. It has its own process tree (PID namespace): it cannot see or signal the 
 processes, and when the kernel ends, everything it started ends with it. Its user is
 `student` (uid 1000) in a user namespace, without capabilities.
 
-The memory limit and the process count are kept from outside by autograder.engine.session,
-the wall-clock limit and the output cap by autograder.engine.cellrun; the CPU-time limit is
+The memory limit and the process count are kept from outside by autograder.engine.trusted.session,
+the wall-clock limit and the output cap by autograder.engine.trusted.cellrun; the CPU-time limit is
 RLIMIT_CPU, set by the kernel at start.
 """
 
@@ -23,9 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.engine.sandboxed.namespaces import KERNEL_UID, SMALL_TMPFS  # noqa: F401
+
 HOME = "/home/student"
-KERNEL_UID = 1000  # the kernel's user and group in its user namespace (`student`)
-SMALL_TMPFS = 64 * 2**20  # bytes of its /tmp and of its /dev/shm
 FONT_CACHE = "/opt/course-grade/matplotlib"  # the grader's font cache, read-only
 PROC_WITNESS = "/opt/course-grade/proc"  # a whole /proc, for the fork server's children
 ETC_FILES = ("hosts", "nsswitch.conf", "host.conf", "gai.conf", "ld.so.cache", "ld.so.conf",
@@ -80,7 +80,7 @@ def python_binds(library: Path | None = None) -> list[tuple[str, str]]:
     prefixes outside /usr, the grader's package and the course library (`library` in its
     place, where given). Wherever the checkout is (/tmp, a home folder), these folders and
     no others of it are seen: the fork server's children bind them back over their fresh
-    /tmp and home (autograder.engine.forks)."""
+    /tmp and home (autograder.engine.sandboxed.forks)."""
     binds = []
     prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
     for prefix in sorted(prefixes):
@@ -101,11 +101,12 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
 
     `runtime` (the kernel's connection file and sockets) is the one host folder bound
     writable (the kernel gives up writing there once its sockets are bound:
-    autograder.engine.kernel); `env` is the kernel's whole environment; `fonts`, the grader's
+    autograder.engine.sandboxed.kernel); `env` is the kernel's whole environment; `fonts`, the
+    grader's
     matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
     place of the course library (a copy without the graded notebook's answers);
     `read_only` folders inside `runtime` are seen read-only (the fork server's library
-    copies: autograder.engine.forkserver). With `proc_witness`, this machine's /proc is
+    copies: autograder.engine.trusted.forkserver). With `proc_witness`, this machine's /proc is
     also seen, read-only, at PROC_WITNESS: Linux lets a namespace mount a /proc of its own
     only where a whole one is visible already (the fork server's children mount one each,
     and hide this one).
@@ -144,3 +145,17 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     for key, value in env.items():
         args += ["--setenv", key, value]
     return [*args, "--"]
+
+
+def kernel_env(fonts: str) -> dict:
+    return dict(HOME=HOME, MPLCONFIGDIR=f"{HOME}/.matplotlib",
+                COURSE_GRADE_SANDBOXED="1",
+                COURSE_GRADE_MPL_CACHE=FONT_CACHE if fonts else "")
+
+
+def matplotlib_cache() -> str:
+    """The grader's matplotlib font cache, copied into each kernel's home at start (so no
+    kernel spends seconds building its own)."""
+    base = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
+    return base if os.path.isdir(base) else ""
