@@ -1,0 +1,10 @@
+"""The observer: facts computed from what the kernel sent as data, running no student Python.
+
+The kernel traces a student's function to a graph and sends it as data (a serialized
+`GraphDef` with its function library, the names of its inputs and outputs, its captured
+variables' values). Here the graph is checked against an allow-list of op types and sizes
+(`ops`), then imported and run with the grader's own inputs and variables in a process of
+its own (`graphs`, run by `serve`: sandboxed like a cold kernel, memory-limited), which the
+grader starts, asks and, past a deadline or a limit, kills and starts again (`client`).
+Nothing the kernel sent is unpickled, imported or called as Python.
+"""
