@@ -66,6 +66,9 @@ ResourceGather ResourceGatherNd ResourceScatterAdd ResourceScatterSub ResourceSc
 ResourceScatterDiv ResourceScatterMin ResourceScatterMax ResourceScatterUpdate
 ResourceScatterNdAdd ResourceScatterNdSub ResourceScatterNdUpdate VarIsInitializedOp
 VariableShape DestroyResourceOp
+ResourceApplyGradientDescent ResourceApplyMomentum ResourceApplyAdam ResourceApplyAdagrad
+ResourceApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyAdagrad
+ResourceSparseApplyAdagradV2
 """
 
 _CONTROL = """
