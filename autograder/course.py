@@ -46,9 +46,10 @@ class Facts:
     preload: tuple[str, ...] = ()  # modules each grading kernel loads before the first cell
     observations: str | None = None  # the module whose REGISTRY of observations tests use
     late: Policy | None = None  # the late policy ([tool.course-grade.late]; none: no penalty)
+    seeds: str | None = None  # the module whose hidden_seeds(secret) the grader enters
 
 
-FACT_KEYS = {"library", "mirrors", "preload", "observations", "late"}
+FACT_KEYS = {"library", "mirrors", "preload", "observations", "seeds", "late"}
 
 
 ROOT_VARIABLE = "COURSE_GRADE_ROOT"  # the course a grading process grades (engine workers)
@@ -72,10 +73,11 @@ def _facts(root: Path) -> Facts:
     unknown = sorted(set(table) - FACT_KEYS)
     preload = table.get("preload", [])
     if unknown or not isinstance(preload, list) or not all(
-            isinstance(table.get(k, ""), str) for k in ("library", "mirrors", "observations")):
-        raise CourseError(f"{path}: [tool.course-grade] takes library, mirrors and "
-                          "observations (module names), preload (a list of module names) "
-                          "and late (the late policy's table)"
+            isinstance(table.get(k, ""), str)
+            for k in ("library", "mirrors", "observations", "seeds")):
+        raise CourseError(f"{path}: [tool.course-grade] takes library, mirrors, "
+                          "observations and seeds (module names), preload (a list of "
+                          "module names) and late (the late policy's table)"
                           + (f"; it has {', '.join(unknown)}" if unknown else "") + ".")
     policy = None
     if "late" in table:
@@ -84,7 +86,7 @@ def _facts(root: Path) -> Facts:
         known = assignments(root) if (root / SOURCE_DIR).is_dir() else None
         policy = late.parse(table["late"], f"{path}: [tool.course-grade.late]", known)
     return Facts(table.get("library"), table.get("mirrors"), tuple(map(str, preload)),
-                 table.get("observations"), policy)
+                 table.get("observations"), policy, table.get("seeds"))
 
 
 def assignments(root: Path) -> list[str]:

@@ -11,6 +11,9 @@ is known, a hint. They never only print.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -33,6 +36,7 @@ __all__ = [
     "check_finite",
     "check_equal",
     "check_instance",
+    "hidden_seed",
 ]
 
 # Rows listed in a message before it says "and N more".
@@ -374,3 +378,35 @@ def check_instance(actual, expected_type: type, name: str = "result",
     if not ok:
         _fail(f"{name} is a {got}; expected a {expected_type.__module__.split('.')[0]}."
               f"{expected_type.__name__}.", hint)
+
+# -- the hidden tests' randomness -------------------------------------------------------
+
+_SECRET: bytes | None = None  # the grading run's secret, while the grader runs a test
+
+
+def hidden_seed(literal: int) -> int:
+    """The seed a hidden test draws its inputs with: `literal` itself where no grader set a
+    secret (the solution notebook run top to bottom, `make release`, the validation), else
+    a seed made from `literal` and the grading run's secret (HMAC-SHA256, 31 bits), other
+    at every grading, so that inputs a submission recorded at one grading are worth
+    nothing at the next. Visible tests keep their literals: Validate has no secret."""
+    if _SECRET is None:
+        return int(literal)
+    digest = hmac.new(_SECRET, str(int(literal)).encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@contextlib.contextmanager
+def hidden_seeds(secret: bytes):
+    """While this holds, `hidden_seed` draws from `secret`. The grader enters it around
+    each test cell it runs, in its own process (the course's pyproject.toml names this
+    module as the `seeds` the grader uses); the secret stays in that process's memory:
+    not in an environment variable, which every process the grader starts would inherit,
+    and never in the student's kernel, which imports this module too but never runs a
+    test. This module imports nothing of the grader."""
+    global _SECRET
+    previous, _SECRET = _SECRET, bytes(secret)
+    try:
+        yield
+    finally:
+        _SECRET = previous

@@ -156,7 +156,8 @@ def _grade_task(bundle: bytes, bundle_id: str, ledger: list, expected: dict,
             _, pool = _course_copy(bundle, bundle_id, settings)
             try:
                 with _children_allowed():
-                    future = pool.submit(submission.grade_in_worker, job)  # may start the process
+                    # the run's secret goes with each job: the process may be older
+                    future = pool.submit(submission.grade_in_worker, job, settings.secret)
                 result = future.result()
                 break
             except BrokenProcessPool:  # the grading process died: a fresh one, once

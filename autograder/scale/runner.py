@@ -100,7 +100,8 @@ class LocalRunner(Runner):
                     pending = {}
                     for job in batch:
                         self._starts[job.key] = self._starts.get(job.key, 0) + 1
-                        pending[pool.submit(submission.grade_in_worker, job)] = job
+                        pending[pool.submit(submission.grade_in_worker, job,
+                                            settings.secret)] = job
                     for done in futures.as_completed(pending):
                         job = pending[done]
                         try:

@@ -37,6 +37,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, List, Unicode
 
 from autograder.cells import grade_id, is_test, place_of, release_names
+from autograder.engine.trusted import seeds
 from autograder.engine.trusted import testcells as trusted
 from autograder.engine.trusted.cellrun import CellRun
 from autograder.engine.trusted.session import KernelSession
@@ -75,9 +76,13 @@ class SandboxedExecute(NbGraderPreprocessor):
     names = List(Unicode(), default_value=None, allow_none=True,
                  help="the names the release's own cells define: what a test may take from "
                       "the kernel (default: read from the course's release)").tag(config=True)
+    secret = Unicode("", help="the grading run's secret, hex, for the hidden tests' inputs "
+                              "(autograder.engine.trusted.seeds; default: a new one for "
+                              "each notebook)").tag(config=True)
 
     def preprocess(self, nb, resources):
         limits = self._limits = Limits.from_dict(self.limits)
+        self._secret = self.secret or seeds.draw()
         self._deadline = time.monotonic() + limits.submission_timeout
         findings = {"timeouts": [], "truncated": [], "crashes": [], "cell_errors": [],
                     "not_run": [], "hidden_failures": [], "stopped": {},
@@ -211,7 +216,8 @@ class SandboxedExecute(NbGraderPreprocessor):
         if not is_test(cell):
             return session.run(cell.source, self._timeout())
         outcome = trusted.run_test(session, cell.source, self.imports, self._timeout(),
-                                   self._limits.max_output_kb * 1024, names=self.names or ())
+                                   self._limits.max_output_kb * 1024, names=self.names or (),
+                                   secret=self._secret)
         run = CellRun(outputs=list(outcome.outputs), status=outcome.status,
                       reason=outcome.reason, hidden=outcome.hidden)
         if outcome.hidden:  # the feedback page says why Validate did not see it

@@ -29,6 +29,7 @@ import nbformat
 
 from autograder import course
 from autograder.cells import HIDDEN_MARKERS, grade_id, is_test
+from autograder.engine.trusted import seeds
 from autograder.engine.trusted.executor import FINDINGS
 from autograder.limits import Limits
 
@@ -48,6 +49,8 @@ AUTOGRADE_PREPROCESSORS = (
 class Settings:
     limits: Limits = field(default_factory=Limits)  # cell_timeout None: the course's
     sandbox: bool = True
+    # the run's secret for the hidden tests' inputs (seeds): a new one for each Settings
+    secret: str = field(default_factory=seeds.draw, repr=False)
 
 
 @dataclass
@@ -99,6 +102,7 @@ def config(course_dir: Path, settings: Settings, job: Job | None = None):
     overrides.SandboxedExecute.limits = replace(
         settings.limits, cell_timeout=int(timeout) if timeout else None).as_dict()
     overrides.SandboxedExecute.use_sandbox = settings.sandbox
+    overrides.SandboxedExecute.secret = settings.secret
     if job is not None:
         overrides.SandboxedExecute.imports = job.imports
         overrides.SandboxedExecute.exercises = list(job.exercises)
@@ -224,6 +228,8 @@ def _end_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def grade_in_worker(job: Job) -> dict:
-    """One job, in a process prepared by `worker_init_for`."""
-    return grade_one(_WORKER["course"], job, _WORKER["settings"], _WORKER["folder"])
+def grade_in_worker(job: Job, secret: str) -> dict:
+    """One job, in a process prepared by `worker_init_for`, with its run's `secret` (sent
+    with each job: a worker may outlive the run that started it)."""
+    settings = replace(_WORKER["settings"], secret=secret)
+    return grade_one(_WORKER["course"], job, settings, _WORKER["folder"])

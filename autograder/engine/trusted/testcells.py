@@ -25,6 +25,7 @@ import nbformat
 
 from autograder import course
 from autograder.cells import HIDDEN_MARKERS
+from autograder.engine.trusted import seeds
 from autograder.engine.trusted.remote import (
     DEFAULT_OUTPUT,
     Bridge,
@@ -105,10 +106,11 @@ def _cap(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def run_test(session, source: str, imports: str, timeout: float,
-             max_output: int = DEFAULT_OUTPUT, names=()) -> TestRun:
+             max_output: int = DEFAULT_OUTPUT, names=(), secret: str = "") -> TestRun:
     """Run one test cell's `source` here, with the release's `imports`, and `names` (those
-    the release's own cells define) taken from `session`'s kernel; the outcome, with what
-    the notebook's code and the test printed."""
+    the release's own cells define) taken from `session`'s kernel; its hidden tests draw
+    their inputs from the run's `secret` (autograder.engine.trusted.seeds; none: the
+    literals); the outcome, with what the notebook's code and the test printed."""
     bridge = Bridge(session, time.monotonic() + timeout, max_output)
     result = TestRun()
     printed = io.StringIO()
@@ -123,7 +125,7 @@ def run_test(session, source: str, imports: str, timeout: float,
             namespace.update(bridge.request("get_many", names=wanted))
             bridge.watch(namespace, wanted)
         code = compile(tree, "<test cell>", "exec")
-        with _routed(bridge), contextlib.redirect_stdout(printed):
+        with _routed(bridge), seeds.installed(secret), contextlib.redirect_stdout(printed):
             try:
                 exec(code, namespace)  # noqa: S102 - the course's own test, never the student's
             finally:
