@@ -44,6 +44,7 @@ __all__ = [
     "port_in_use",
     "shard_sizes",
     "shard_of",
+    "sharded_lookup",
     "lookup",
     "make_train_step",
     "predicted_traffic",
@@ -353,18 +354,14 @@ def _nbytes(tensor):
     return tf.cast(tf.size(tensor, out_type=tf.int64), tf.int64) * tensor.dtype.size
 
 
-def lookup(table, ids):
-    """Rows `ids` of a `ShardedVariable`, read shard by shard, each unique id once.
+def sharded_lookup(shards, ids):
+    """Rows `ids` (any shape, flattened) of a table cut into `shards` (a `ShardedVariable`'s
+    `.variables`), each unique id read once, with one gather per shard.
 
-    Library version of notebook 07's exercise `sharded_lookup` (which takes the shards
-    and returns the rows only).
-
-    Returns (rows, traffic): rows (len(ids), dim) and {"ids": bytes of the ids sent to the
-    parameter servers, "rows": bytes of the rows they sent back}, counted from those tensors.
+    Library version of notebook 07's exercise `sharded_lookup`.
     """
     import tensorflow as tf
 
-    shards = table.variables
     ids = tf.cast(tf.reshape(ids, [-1]), tf.int64)
     unique, position = tf.unique(ids)
     starts = tf.constant(np.cumsum([0] + [int(s.shape[0]) for s in shards]), tf.int64)
@@ -375,10 +372,21 @@ def lookup(table, ids):
                                  len(shards))
     # each gather runs on its shard's parameter server
     pieces = [tf.gather(shard, local) for shard, local in zip(shards, parts, strict=True)]
-    traffic = {"ids": tf.add_n([_nbytes(p) for p in parts]),
-               "rows": tf.add_n([_nbytes(p) for p in pieces])}
-    rows = tf.dynamic_stitch(slots, pieces)
-    return tf.gather(rows, position), traffic
+    return tf.gather(tf.dynamic_stitch(slots, pieces), position)
+
+
+def lookup(table, ids):
+    """Rows `ids` of a `ShardedVariable`, read shard by shard, each unique id once
+    (`sharded_lookup` of the unique ids).
+
+    Returns (rows, traffic): rows (len(ids), dim) and {"ids": bytes of the ids sent to the
+    parameter servers, "rows": bytes of the rows they sent back}, counted from those tensors.
+    """
+    import tensorflow as tf
+
+    unique, position = tf.unique(tf.cast(tf.reshape(ids, [-1]), tf.int64))
+    rows = sharded_lookup(table.variables, unique)
+    return tf.gather(rows, position), {"ids": _nbytes(unique), "rows": _nbytes(rows)}
 
 
 def make_train_step(strategy, table, optimizer, sparse: bool = True):

@@ -3,11 +3,11 @@ library's known-good version of its callee.
 
 Later notebooks need the earlier exercises' results, so the library keeps its own version
 of many of them (`sparse.deduplicate` is notebook 02's `deduplicate`). `MIRRORS` lists
-them. While a notebook is graded, its kernel gets a copy of the library without the
-versions of that notebook's exercises (autograder.engine.trusted.withheld), so an answer cannot
-call
-them. `known_good` runs a test of a caller with the library's version of its callee, so
-that a mistake in the callee costs only the callee's points.
+them, the exercise's own form first. While a notebook is graded, its kernel gets a copy of
+only the library modules its own cells need, in which no version of that notebook's
+exercises is left (autograder.engine.trusted.withheld): `IN_A_GRADED_COPY` says how each
+version is rewritten there. `known_good` runs a test of a caller with the library's version
+of its callee, so that a mistake in the callee costs only the callee's points.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import types
 # read-only, so that nothing changes which library names a graded kernel is denied
 MIRRORS: types.MappingProxyType = types.MappingProxyType({
     "rows_changed": ("sparse_embeddings.checks:rows_changed",),
-    "deduplicate": ("sparse_embeddings.sparse:deduplicate",),
+    "deduplicate": ("sparse_embeddings.sparse:deduplicate",
+                    "sparse_embeddings.sparse:sum_duplicates"),
     "sparse_sgd_update": ("sparse_embeddings.sparse:sparse_sgd_update",),
     "lazy_adam_update": ("sparse_embeddings.sparse:lazy_adam_update",
                          "sparse_embeddings.optimizers:LazyAdam"),
@@ -33,11 +34,44 @@ MIRRORS: types.MappingProxyType = types.MappingProxyType({
     "build_tagger": ("sparse_embeddings.ner:build_tagger",
                      "sparse_embeddings.tagging:make_tagger"),
     "train_step": ("sparse_embeddings.ner:train_step", "sparse_embeddings.tagging:fit"),
-    "extract_spans": ("sparse_embeddings.ner:extract_spans",),
-    "precision_recall_f1": ("sparse_embeddings.ner:precision_recall_f1",),
+    "extract_spans": ("sparse_embeddings.spans:extract_spans",),
+    "precision_recall_f1": ("sparse_embeddings.spans:precision_recall_f1",),
     "shard_of": ("sparse_embeddings.cluster:shard_of", "sparse_embeddings.cluster:shard_sizes"),
     "step_traffic_bytes": ("sparse_embeddings.cluster:predicted_traffic",),
-    "sharded_lookup": ("sparse_embeddings.cluster:lookup",),
+    "sharded_lookup": ("sparse_embeddings.cluster:sharded_lookup",
+                       "sparse_embeddings.cluster:lookup"),
+})
+
+# how the copy of the library a graded kernel gets treats each version of the notebook's
+# exercises (autograder.engine.trusted.withheld):
+# - "answer": called as the exercise is, so the copy's version calls the student's own
+#   answer (the kernel's name of the exercise), and the library's code that needs it, such
+#   as LazyAdam on lazy_adam_update, does what the student's function does;
+# - "built on": does the exercise's job only by calling its "answer" version, so it stays;
+# - a version not listed here is a stub that raises Withheld.
+ANSWER, BUILT_ON = "answer", "built on"
+IN_A_GRADED_COPY: types.MappingProxyType = types.MappingProxyType({
+    "sparse_embeddings.checks:rows_changed": ANSWER,
+    "sparse_embeddings.sparse:deduplicate": ANSWER,
+    "sparse_embeddings.sparse:sum_duplicates": ANSWER,  # the student's deduplicate serves
+    "sparse_embeddings.sparse:sparse_sgd_update": ANSWER,
+    "sparse_embeddings.sparse:lazy_adam_update": ANSWER,
+    "sparse_embeddings.optimizers:LazyAdam": BUILT_ON,  # its sparse step: lazy_adam_update
+    "sparse_embeddings.ner:normalize_token": ANSWER,
+    "sparse_embeddings.ner:normalize_sentence": BUILT_ON,  # normalize_token on each token
+    "sparse_embeddings.ner:build_vocab": ANSWER,
+    "sparse_embeddings.ner:encode_batch": ANSWER,
+    "sparse_embeddings.ner:masked_cross_entropy": ANSWER,
+    "sparse_embeddings.ner:build_tagger": ANSWER,
+    "sparse_embeddings.tagging:make_tagger": BUILT_ON,  # its model: build_tagger's
+    "sparse_embeddings.ner:train_step": ANSWER,
+    "sparse_embeddings.tagging:fit": BUILT_ON,  # each step: train_step
+    "sparse_embeddings.spans:extract_spans": ANSWER,
+    "sparse_embeddings.spans:precision_recall_f1": ANSWER,
+    "sparse_embeddings.cluster:shard_of": ANSWER,
+    "sparse_embeddings.cluster:predicted_traffic": ANSWER,
+    "sparse_embeddings.cluster:sharded_lookup": ANSWER,
+    "sparse_embeddings.cluster:lookup": BUILT_ON,  # the rows: sharded_lookup of unique ids
 })
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from sparse_embeddings.sparse import sum_duplicates
+from sparse_embeddings.sparse import lazy_adam_update, sum_duplicates
 
 __all__ = ["LazyAdam"]
 
@@ -139,6 +139,18 @@ class LazyAdam(keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         """One Adam step on `variable`: lazy (touched rows only) for a `tf.IndexedSlices`."""
+        if isinstance(gradient, tf.IndexedSlices):
+            # the touched rows only: the library's lazy_adam_update (notebook 03's
+            # exercise), on the tf.Variables behind the slots (gathering from a
+            # keras.Variable reads the whole table); read, change, write back with a
+            # scatter_update of unique ids, not a scatter_sub, 4 times slower on CPU
+            index = self._get_variable_index(variable)
+            lazy_adam_update(_tf_variable(variable), _tf_variable(self._momentums[index]),
+                             _tf_variable(self._velocities[index]), gradient,
+                             self.iterations + 1, learning_rate, self.beta_1, self.beta_2,
+                             self.epsilon)
+            return
+
         dtype = variable.dtype
         lr = tf.cast(learning_rate, dtype)
         step = tf.cast(self.iterations + 1, dtype)
@@ -154,28 +166,6 @@ class LazyAdam(keras.optimizers.Optimizer):
         index = self._get_variable_index(variable)
         m = self._momentums[index]
         v = self._velocities[index]
-
-        if isinstance(gradient, tf.IndexedSlices):
-            # Adam squares a row's gradient: it needs the sum of the pieces.
-            grad = sum_duplicates(gradient)
-            ids = grad.indices
-            g = tf.cast(grad.values, dtype)
-            # Gather from the tf.Variable: on the keras.Variable it reads the whole table.
-            m_rows = tf.gather(_tf_variable(m), ids)
-            v_rows = tf.gather(_tf_variable(v), ids)
-            var_rows = tf.gather(_tf_variable(variable), ids)
-            m_rows = m_rows + (g - m_rows) * keep_1
-            v_rows = v_rows + (tf.square(g) - v_rows) * keep_2
-            self.assign(m, tf.IndexedSlices(m_rows, ids))
-            self.assign(v, tf.IndexedSlices(v_rows, ids))
-            # Read, change, write back: a scatter_update of unique ids, not a
-            # scatter_sub, which is 4 times slower on CPU (module docstring).
-            self.assign(
-                variable,
-                tf.IndexedSlices(var_rows - alpha * m_rows / (tf.sqrt(v_rows) + epsilon), ids),
-            )
-            return
-
         g = tf.cast(gradient, dtype)
         self.assign_add(m, (g - m) * keep_1)
         self.assign_add(v, (tf.square(g) - v) * keep_2)

@@ -143,7 +143,8 @@ def lazy_adam_update(var, m, v, slices: tf.IndexedSlices, step, lr, beta_1=0.9, 
 
     Every table is written with `scatter_update`: the rows of `var` are read,
     changed and written back, since on CPU a `scatter_sub` of the same rows took
-    four times as long (see `sparse_embeddings.optimizers`).
+    four times as long (see `sparse_embeddings.optimizers`). `LazyAdam`'s sparse step
+    is this function, so the two agree bit for bit.
     """
     _check_slices(slices)
     variable = _as_tf_variable(var, "var")
@@ -155,14 +156,20 @@ def lazy_adam_update(var, m, v, slices: tf.IndexedSlices, step, lr, beta_1=0.9, 
     grad = tf.cast(unique.values, dtype)
 
     lr = tf.cast(lr, dtype)
+    step = tf.cast(step, dtype)
+    # `1 - beta` is taken before the cast, as Keras Adam does: float32(1 - 0.9) is 0.1, but
+    # 1 - float32(0.9) is 0.100000024, enough to differ by 1e-6 in a few steps.
+    keep_1 = tf.cast(1 - beta_1, dtype)
+    keep_2 = tf.cast(1 - beta_2, dtype)
     beta_1 = tf.cast(beta_1, dtype)
     beta_2 = tf.cast(beta_2, dtype)
     epsilon = tf.cast(epsilon, dtype)
-    step = tf.cast(step, dtype)
     alpha = lr * tf.sqrt(1 - tf.pow(beta_2, step)) / (1 - tf.pow(beta_1, step))
 
-    m_rows = beta_1 * tf.gather(m_var, ids) + (1 - beta_1) * grad
-    v_rows = beta_2 * tf.gather(v_var, ids) + (1 - beta_2) * tf.square(grad)
+    m_rows = tf.gather(m_var, ids)
+    v_rows = tf.gather(v_var, ids)
+    m_rows = m_rows + (grad - m_rows) * keep_1  # beta_1 * m + (1 - beta_1) * g, as Keras
+    v_rows = v_rows + (tf.square(grad) - v_rows) * keep_2
     var_rows = tf.gather(variable, ids) - alpha * m_rows / (tf.sqrt(v_rows) + epsilon)
     m_var.scatter_update(tf.IndexedSlices(m_rows, ids))
     v_var.scatter_update(tf.IndexedSlices(v_rows, ids))

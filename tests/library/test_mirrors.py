@@ -1,6 +1,7 @@
 """The library's versions of exercises (`sparse_embeddings.mirrors`): each names its
 exercise and gives what the notebook's solution gives; the kernel that grades a notebook
-gets a library without them (autograder.engine.trusted.withheld), whose own code still works;
+gets a library in which each calls the student's own answer or is left out
+(autograder.engine.trusted.withheld), whose own code still works;
 `known_good` lends a caller the library's callee and gives the student's back."""
 
 import functools
@@ -201,11 +202,11 @@ def _run_with(library, code: str, *args: str) -> str:
 
 
 @pytest.mark.slow
-def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp_path):
-    """While 06 is graded its kernel's library has no build_tagger (nor make_tagger, which
-    builds one and which the notebook does not use), train_step, spans or scores to call,
-    while what the notebook's own cells use (tagging.Tagger and tagging.fit, which calls
-    train_step inside the library) is kept and works."""
+def test_a_graded_notebooks_library_calls_the_students_answers_and_the_rest_works(tmp_path):
+    """While 06 is graded its kernel's library has no build_tagger, train_step, spans or
+    scores of its own: each calls the kernel's (the student's) function of that name, and
+    says why where there is none; what the notebook's own cells use (tagging.Tagger and
+    tagging.fit) works, and fit trains with the student's train_step."""
     import json
 
     from autograder.engine.trusted import withheld
@@ -213,41 +214,46 @@ def test_a_graded_notebooks_library_versions_are_withheld_and_the_rest_works(tmp
 
     release = read_notebook(next(p for p in solution_paths() if p.parent.name[:2] == "06"))
     _, graded, kept = facts_of(release)
-    names = withheld.withheld_names(graded, kept)
-    assert {"build_tagger", "train_step", "extract_spans", "precision_recall_f1"} <= names
-    assert "make_tagger" in names  # a version of build_tagger the notebook does not call
-    assert not {"Tagger", "fit"} & names  # the notebook's own cells train with them
-    library = withheld.library_copy(names, tmp_path, "06-bilstm-ner")
+    recipe = withheld.withheld_names(graded, kept)
+    assert {"build_tagger", "train_step", "extract_spans", "precision_recall_f1"} <= recipe
+    assert {"sparse_embeddings.tagging", "sparse_embeddings.ner"} <= recipe
+    library = withheld.library_copy(recipe, tmp_path, "06-bilstm-ner")
     specs = [f"sparse_embeddings.{m}:{n}" for m, n in (
         ("ner", "build_tagger"), ("ner", "train_step"), ("ner", "extract_spans"),
         ("spans", "extract_spans"), ("ner", "precision_recall_f1"))]
     found = json.loads(_run_with(library, WITHHELD_PROBE, json.dumps(specs)).splitlines()[-1])
-    assert all(v.startswith("Withheld: the course library's") for v in found.values()), found
-    # the library's own code keeps its private versions: fit trains with its train_step
+    assert all(v.startswith("Withheld: the course library's") and "calls your own" in v
+               for v in found.values()), found
+    # fit trains with the kernel's train_step: here one that counts its calls (traces)
     code = ("import sys\nsys.path.insert(0, sys.argv[1])\nimport keras\n"
             "from sparse_embeddings import tagging\nfrom sparse_embeddings.spans import TAGS\n"
+            "calls = []\n"
+            "def train_step(model, optimizer, batch, clip_norm=5.0):\n"
+            "    calls.append(1)\n    return 0.5\n"
             "model = keras.Sequential([keras.layers.Embedding(4, 3),"
             " keras.layers.Dense(len(TAGS))])\n"
             "tagger = tagging.Tagger({'<PAD>': 0, '<UNK>': 1, 'a': 2, 'b': 3}, model, False)\n"
             "history = tagging.fit(tagger, [(['a', 'b'], ['O', 'B-person'])] * 4, epochs=1,"
             " batch_size=2, verbose=0)\n"
-            "print('steps', len(history['loss']))")
-    assert "steps 2" in _run_with(library, code)
+            "print('steps', len(history['loss']), 'calls', len(calls))")
+    assert "steps 2 calls 1" in _run_with(library, code)  # traced once, in fit's tf.function
 
 
-def test_every_mirror_is_withheld_while_its_notebook_is_graded():
+def test_a_graded_copy_has_each_exercise_with_versions_and_each_module_its_cells_use():
     from autograder.engine.trusted import withheld
     from autograder.engine.trusted.executor import facts_of
 
     for path in solution_paths():
         _, graded, kept = facts_of(read_notebook(path))
-        names = withheld.withheld_names(graded, kept)
-        for exercise in graded:
+        recipe = withheld.withheld_names(graded, kept)
+        assert {e for e in graded if e in mirrors.MIRRORS} <= recipe, path.parent.name
+        assert "sparse_embeddings.runtime" in recipe, path.parent.name
+        for exercise in graded:  # each version of it: rewritten by a rule, or a stub
             for spec in mirrors.MIRRORS.get(exercise, ()):
-                name = spec.partition(":")[2]
-                assert name in names or name in kept, (path.parent.name, spec)
+                assert mirrors.IN_A_GRADED_COPY.get(spec, "stub") in (
+                    mirrors.ANSWER, mirrors.BUILT_ON, "stub"), spec
         if path.parent.name[:2] == "07":
-            assert {"shard_of", "lookup", "predicted_traffic", "shard_sizes"} <= names
+            assert {"shard_of", "sharded_lookup", "step_traffic_bytes"} <= recipe
 
 
 def test_known_good_lends_the_library_callee_and_gives_the_students_back():
@@ -269,4 +275,7 @@ def test_known_good_lends_the_library_callee_and_gives_the_students_back():
 def test_a_notebook_cannot_change_what_is_withheld():
     with pytest.raises(TypeError):
         mirrors.MIRRORS["deduplicate"] = ("sparse_embeddings.sparse:sum_duplicates",)
-    assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",)
+    assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",
+                                              "sparse_embeddings.sparse:sum_duplicates")
+    with pytest.raises(TypeError):
+        mirrors.IN_A_GRADED_COPY["sparse_embeddings.cluster:lookup"] = mirrors.ANSWER

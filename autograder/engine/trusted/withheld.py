@@ -1,14 +1,38 @@
-"""The course library as the grading sandbox sees it: without the notebook's answers.
+"""The course library as the grading sandbox sees it: only what the notebook's own cells
+need, and no version of the notebook's exercises in it.
 
-The library keeps its own version of many exercises (later notebooks need them:
-`sparse_embeddings.mirrors.MIRRORS`). While notebook N is graded, its kernel gets a copy of
-the library in which every public name of a version of one of N's exercises is a stub
-that raises `Withheld`, so that an answer cannot call it. The library's own code keeps
-working: inside the copy, its uses of those names are renamed to private ones. A
-name that the notebook's own (non-exercise) cells use is kept, so that the notebook runs.
+The library keeps its own version of many exercises, since later notebooks need them
+(`sparse_embeddings.mirrors.MIRRORS`). While notebook N is graded, its kernel gets a copy
+made here, and nothing else of the library (autograder.engine.trusted.sandbox shows the
+copy in the library's place, so the library's own folder, its `.pyc` caches included, is
+out of the kernel's sight):
 
-What this does not stop: an answer that reads the private name in the copy, or copies
-the library's source; that is the exercise copied, which no grader can tell from typed.
+- an allow-list of modules: the library modules N's own cells (neither answers nor tests)
+  import, the course's observations module and preload, and every library module these
+  import, anywhere in their code (a function's import too), followed to the end. A module
+  outside it is not in the copy at all: importing it fails as for a module that does not
+  exist;
+- in those modules, each version of one of N's exercises is rewritten, by what the course
+  says of it (`IN_A_GRADED_COPY` beside `MIRRORS`):
+  - "answer": a version called as the exercise is (`sparse.deduplicate` for 02's
+    `deduplicate`) becomes a function that calls the student's own answer, the kernel's
+    `__main__` name of the exercise, looked up at each call. The library's code that needs
+    the exercise's job (03's `LazyAdam`, on `lazy_adam_update`; 06's `tagging.fit`, on
+    `train_step`) then does only what the student's function does; called from that
+    function, it raises `Withheld` instead of going round in a circle;
+  - "built on": a version that does the job only by calling an "answer" version
+    (`LazyAdam`, `tagging.make_tagger`, `ner.normalize_sentence`) stays as it is;
+  - any other version is a stub that raises `Withheld`.
+  Its definition is gone from the copy's text, and no private copy of it is left: the
+  copy's files are the rewritten source (`ast.unparse`), nothing else.
+
+A test that lends the library's version of a callee while a caller's test runs
+(`mirrors.known_good`) does not find it here: each function above is marked
+`__course_withheld__`, and the kernel then calls the grader's version, by callback
+(autograder.engine.sandboxed.service).
+
+`tests/library/test_twins.py` tries every public function of each notebook's copy on
+that notebook's exercises' inputs: none computes an answer.
 """
 
 from __future__ import annotations
@@ -16,12 +40,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib
+import importlib.util
 import shutil
 from pathlib import Path
 
 from autograder import course
 
-PRIVATE = "_course_impl_"
+ANSWER, BUILT_ON = "answer", "built on"
 
 
 def _library() -> str:
@@ -29,30 +54,45 @@ def _library() -> str:
     return course.facts().library or ""
 
 
+def _mirrors_module():
+    spec = course.facts().mirrors
+    if not spec:
+        return None, ""
+    module, _, name = spec.partition(":")
+    return importlib.import_module(module), name
+
+
 def mirrors() -> dict:
     """Exercise -> the library's versions of it ("module:name"), from the course's
     `mirrors` (empty for a course without them)."""
-    spec = course.facts().mirrors
-    if not spec:
-        return {}
-    module, _, name = spec.partition(":")
-    return dict(getattr(importlib.import_module(module), name))
+    module, name = _mirrors_module()
+    return dict(getattr(module, name)) if module is not None else {}
 
 
-def withheld_names(exercises, kept=()) -> set[str]:
-    """The library names to withhold while notebooks with these exercises are graded."""
-    table = mirrors()
-    names = set()
-    for exercise in exercises:
-        for spec in table.get(exercise, ()):
-            names.add(spec.partition(":")[2])
-    return names - set(kept)
+def modes() -> dict:
+    """Version ("module:name") -> how a graded copy treats it (ANSWER, BUILT_ON; a version
+    not listed is a stub): the course's `IN_A_GRADED_COPY` beside its mirrors."""
+    module, _ = _mirrors_module()
+    return dict(getattr(module, "IN_A_GRADED_COPY", {})) if module is not None else {}
+
+
+def source_folder() -> Path:
+    """The library's own package folder (found, not imported)."""
+    return Path(importlib.util.find_spec(_library()).origin).resolve().parent
+
+
+def _is_module(dotted: str) -> bool:
+    parts = dotted.split(".")[1:]
+    base = source_folder().joinpath(*parts) if parts else source_folder()
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def names_used(sources) -> set[str]:
-    """Library names the given code (the notebook's own cells) uses: imported from the
-    library, or read as an attribute of a library module it imported."""
-    if not _library():
+    """What the given code (the notebook's own cells) takes from the library: the names
+    it imports from it or reads as an attribute of a library module, and the library
+    modules it imports (dotted: "sparse_embeddings.checks")."""
+    library = _library()
+    if not library:
         return set()
     trees = []
     for source in sources:
@@ -60,98 +100,109 @@ def names_used(sources) -> set[str]:
             trees.append(ast.parse(source))
         except SyntaxError:
             continue
-    modules, found = set(), set()
+    aliases, found = set(), set()
     for tree in trees:
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(_library()):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == library:
+                if node.module != library:
+                    found.add(node.module)
                 for alias in node.names:
-                    if node.module == _library():
-                        modules.add(alias.asname or alias.name)
+                    dotted = f"{node.module}.{alias.name}"
+                    if _is_module(dotted):
+                        found.add(dotted)
+                        aliases.add(alias.asname or alias.name)
                     else:
                         found.add(alias.name)
             elif isinstance(node, ast.Import):
-                modules |= {a.asname for a in node.names
-                            if a.name.startswith(_library()) and a.asname}
+                for alias in node.names:
+                    if alias.name.split(".")[0] == library:
+                        found.add(alias.name)
+                        if alias.asname:
+                            aliases.add(alias.asname)
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                    node.value.id in modules:
+                    node.value.id in aliases:
                 found.add(node.attr)
+    found.discard(library)
     return found
 
 
-class _Rename(ast.NodeTransformer):
-    def __init__(self, names: set[str], modules: set[str]):
-        self.names, self.modules, self.public = names, modules, set()
-
-    def _new(self, name: str) -> str:
-        return PRIVATE + name if name in self.names else name
-
-    def visit_Name(self, node):
-        node.id = self._new(node.id)
-        return node
-
-    def visit_arg(self, node):
-        node.arg = self._new(node.arg)
-        return node
-
-    def visit_keyword(self, node):
-        self.generic_visit(node)
-        return node
-
-    def visit_FunctionDef(self, node):
-        self.generic_visit(node)
-        if node.name in self.names:
-            self.public.add(node.name)
-            node.name = PRIVATE + node.name
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self.generic_visit(node)
-        if node.name in self.names:
-            self.public.add(node.name)
-            node.name = PRIVATE + node.name
-        return node
-
-    def visit_Attribute(self, node):
-        self.generic_visit(node)
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in self.modules and node.attr in self.names:
-            node.attr = PRIVATE + node.attr
-        return node
-
-    def visit_ImportFrom(self, node):
-        if (node.module or "").startswith(_library()) or node.level:
-            for alias in node.names:
-                if alias.name in self.names:
-                    self.public.add(alias.asname or alias.name)
-                    alias.name = PRIVATE + alias.name
-                    alias.asname = PRIVATE + alias.asname if alias.asname else None
-        return node
+def withheld_names(exercises, kept=()) -> set[str]:
+    """The recipe of the copy the kernel gets while a notebook with these exercises is
+    graded: the library modules its own cells import (the dotted names in `kept`, from
+    `names_used`) and its exercises that the library has versions of."""
+    table = mirrors()
+    return ({name for name in kept if "." in name}
+            | {exercise for exercise in exercises if exercise in table})
 
 
-def _module_aliases(tree: ast.Module) -> set[str]:
-    """Names under which a module imports the library's modules (`ner`, `cl`, ...)."""
+def _imports(module: str) -> set[str]:
+    """The library modules `module` ("checks", "__init__") imports, anywhere in its code."""
+    library = _library()
+    path = _path(module)
+    inside = [] if module == "__init__" else module.split(".")
+    package = [library, *(inside if path.name == "__init__.py" else inside[:-1])]
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "") == _library():
-            found |= {a.asname or a.name for a in node.names}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, up level - 1
+                up = package[:len(package) - (node.level - 1)]
+                base = ".".join(filter(None, [*up, node.module]))
+            if base.split(".")[0] != library:
+                continue
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
         elif isinstance(node, ast.Import):
-            found |= {a.asname for a in node.names
-                      if a.name.startswith(_library()) and a.asname}
-    return found
+            found |= {a.name for a in node.names if a.name.split(".")[0] == library}
+    return {_relative(name) for name in found if _is_module(name)}
 
 
-def _stub(name: str, notebook: str) -> str:
-    message = (f"the course library's {name} is withheld while {notebook} is graded: it is "
-               "one of this notebook's exercises, so write it yourself")
-    return (f"\n\n{name} = __course_withheld({name!r}, {message!r})\n")
+def _relative(dotted: str) -> str:
+    return dotted.partition(".")[2] or "__init__"
 
 
-STUB_FACTORY = '''
+def _path(module: str) -> Path:
+    if module == "__init__":
+        return source_folder() / "__init__.py"
+    base = source_folder().joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
+
+def modules_needed(roots) -> set[str]:
+    """The allow-list: `roots` (dotted), the package itself, the course's observations and
+    preload modules, and every library module these import, followed to the end."""
+    facts = course.facts()
+    library = _library()
+    start = {"__init__"} | {_relative(r) for r in roots}
+    for extra in [facts.observations or "", *facts.preload]:
+        if extra.split(".")[0] == library and _is_module(extra):
+            start.add(_relative(extra))
+    needed, todo = set(), list(start)
+    while todo:
+        module = todo.pop()
+        if module in needed:
+            continue
+        needed.add(module)
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
+        todo += sorted(_imports(module) - needed)
+    return needed
+
+
+def _plan(exercises) -> dict[str, dict[str, tuple[str, str]]]:
+    """module -> {name: (exercise, mode)} for the versions of `exercises`."""
+    table, how = mirrors(), modes()
+    plan: dict = {}
+    for exercise in sorted(exercises):
+        for spec in table.get(exercise, ()):
+            module, _, name = spec.partition(":")
+            plan.setdefault(_relative(module), {})[name] = (exercise, how.get(spec, ""))
+    return plan
+
+
+FACTORY = '''
 class Withheld(RuntimeError):
     """A library version of an exercise, called while that exercise is graded."""
 
@@ -163,32 +214,97 @@ def __course_withheld(name, message):
     withheld.__name__ = withheld.__qualname__ = name
     withheld.__course_withheld__ = True
     return withheld
+
+
+def __course_answer(exercise, name, missing, circle):
+    import sys
+    import threading
+
+    calling = threading.local()
+
+    def answer(*args, **kwargs):
+        own = getattr(sys.modules.get("__main__"), exercise, None)
+        if own is None or own is answer or getattr(own, "__course_withheld__", False):
+            raise Withheld(missing)
+        if getattr(calling, "now", False):
+            raise Withheld(circle)
+        calling.now = True
+        try:
+            return own(*args, **kwargs)
+        finally:
+            calling.now = False
+
+    answer.__name__ = answer.__qualname__ = name
+    answer.__course_withheld__ = True
+    return answer
 '''
 
 
-def library_copy(names: set[str], into: Path, notebook: str) -> Path:
-    """A copy of the library under `into` with `names` withheld; its package folder.
-    The same names give the same folder (made once)."""
-    import importlib.util
+def _replacement(name: str, exercise: str, mode: str, notebook: str) -> ast.stmt:
+    if mode == ANSWER:
+        missing = (f"the course library's {name} calls your own {exercise} while {notebook} "
+                   f"is graded (it is one of this notebook's exercises): define {exercise} "
+                   "first")
+        circle = (f"the course library's {name} calls your own {exercise} while {notebook} "
+                  f"is graded, and your {exercise} called it: write {exercise} yourself")
+        call = f"__course_answer({exercise!r}, {name!r}, {missing!r}, {circle!r})"
+    else:
+        message = (f"the course library's {name} is withheld while {notebook} is graded: it "
+                   "is one of this notebook's exercises, so write it yourself")
+        call = f"__course_withheld({name!r}, {message!r})"
+    return ast.parse(f"{name} = {call}").body[0]
 
-    source = Path(importlib.util.find_spec(_library()).origin).resolve().parent
-    digest = hashlib.sha256(("\0".join(sorted(names)) + notebook).encode()).hexdigest()[:16]
+
+def rewrite(source: str, versions: dict[str, tuple[str, str]], notebook: str) -> str:
+    """A module's source with `versions` ({name: (exercise, mode)}) rewritten."""
+    tree = ast.parse(source)
+    body, changed = [], False
+    for node in tree.body:
+        defined = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        exercise, mode = versions.get(node.name, ("", BUILT_ON)) if defined else ("", "")
+        if defined and mode != BUILT_ON:
+            body.append(_replacement(node.name, exercise, mode, notebook))
+            changed = True
+        else:
+            body.append(node)
+    if changed:  # the factory after the docstring and `from __future__` imports
+        at = 0
+        while at < len(body) and (
+                (isinstance(body[at], ast.Expr) and isinstance(body[at].value, ast.Constant)
+                 and at == 0)
+                or (isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__")):
+            at += 1
+        body[at:at] = ast.parse(FACTORY).body
+    tree.body = body
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def library_copy(recipe: set[str], into: Path, notebook: str) -> Path:
+    """The copy of the library that `recipe` (`withheld_names`) describes, under `into`;
+    its package folder. The same recipe, library and rules give the same folder (made
+    once). A recipe that names no module (a caller that knows only the exercises) gets the
+    modules that hold the exercises' versions."""
+    exercises = {r for r in recipe if "." not in r}
+    roots = {r for r in recipe if "." in r} or {
+        spec.partition(":")[0] for e in exercises for spec in mirrors().get(e, ())}
+    modules = sorted(modules_needed(roots))
+    plan = _plan(exercises)
+    digest = hashlib.sha256("\0".join(
+        [*sorted(recipe), notebook, Path(__file__).read_text(encoding="utf-8"),
+         repr(sorted(modes().items())), repr(sorted(mirrors().items()))]
+        + [_path(m).read_text(encoding="utf-8") for m in modules]).encode()).hexdigest()[:16]
     target = into / f"library-{digest}" / _library()
     if target.exists():
         return target
     staging = into / f"library-{digest}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     package = staging / _library()
-    shutil.copytree(source, package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for path in sorted(package.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        renamer = _Rename(set(names), _module_aliases(tree))
-        tree = ast.fix_missing_locations(renamer.visit(tree))
-        text = ast.unparse(tree)
-        if renamer.public:
-            text += STUB_FACTORY
-            text += "".join(_stub(name, notebook) for name in sorted(renamer.public))
-        path.write_text(text + "\n", encoding="utf-8")
+    for module in modules:
+        path = _path(module)
+        written = package / path.relative_to(source_folder())
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(rewrite(path.read_text(encoding="utf-8"), plan.get(module, {}),
+                                   notebook), encoding="utf-8")
     (into / f"library-{digest}").mkdir(parents=True, exist_ok=True)
     package.rename(target)
     shutil.rmtree(staging, ignore_errors=True)
