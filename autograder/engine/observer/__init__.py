@@ -7,4 +7,6 @@ variables' values). Here the graph is checked against an allow-list of op types 
 its own (`graphs`, run by `serve`: sandboxed like a cold kernel, memory-limited), which the
 grader starts, asks and, past a deadline or a limit, kills and starts again (`client`).
 Nothing the kernel sent is unpickled, imported or called as Python.
+`shards` builds the request for a lookup over a table's shards (notebook 07) and reads
+back the facts its tests assert.
 """

@@ -16,7 +16,7 @@ the network, collectives, `Send`/`Recv`, `RemoteCall`, `ImmutableConst`, debug o
 from __future__ import annotations
 
 MAX_NODES = 20_000  # nodes, top level and library together
-MAX_GRAPH_BYTES = 16 * 2**20  # the serialized GraphDef
+MAX_GRAPH_BYTES = 8 * 2**20  # the serialized GraphDef (it crosses the wire's 12 MB)
 MAX_CONST_BYTES = 8 * 2**20  # every constant's tensor together, as built in memory
 
 _MATH = """
