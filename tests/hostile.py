@@ -508,6 +508,75 @@ def floods_in_a_test(c):
             _scores(c, [n for n in EXERCISES if n != "numerical_gradient"]))
 
 
+# --- the library's versions of an exercise, sought in the sandbox (issue 37) ---------------
+
+# rows_changed is 01's exercise and the library has a version of it (checks.rows_changed).
+# Each attack answers rows_changed with whatever of the library it can reach and returns
+# the first result; the kernel's copy of the library holds no version of it in any form,
+# so each scores 0 on rows_changed and full marks on the rest.
+TWIN_NAMES = ("rows_changed", "_rows_changed_checked", "_course_impl_rows_changed")
+LIBRARY_MODULES = ("checks", "sparse", "optimizers", "observe", "layers", "ner", "spans",
+                   "tagging", "cluster", "tf1", "data", "timing", "progress", "plots",
+                   "mirrors", "runtime")
+
+
+def calls_a_private_twin(c):
+    wrong = ("def rows_changed(before, after):\n    from sparse_embeddings import checks\n"
+             f"    for name in {TWIN_NAMES!r}:\n"
+             "        try:\n            if name == '_rows_changed_checked':\n"
+             "                return getattr(checks, name)(before, after, 'x', None)\n"
+             "            return getattr(checks, name)(before, after)\n"
+             "        except Exception:\n            continue\n"
+             "    raise NotImplementedError('no twin found')\n")
+    return _notebook(c, extra={"rows_changed": wrong}), _scores(c, EXERCISES[:3] + EXERCISES[4:])
+
+
+def imports_other_modules(c):
+    # modules the notebook's own cells do not import: `mirrors.versions` would hand over
+    # the library's version, and any function named for the job is tried
+    wrong = ("def rows_changed(before, after):\n    import importlib\n"
+             f"    for module in {LIBRARY_MODULES!r}:\n"
+             "        try:\n"
+             "            found = importlib.import_module('sparse_embeddings.' + module)\n"
+             "            if module == 'mirrors':\n"
+             "                return found.versions('rows_changed')[0][1](before, after)\n"
+             "            for name in dir(found):\n"
+             "                if 'rows_changed' in name or 'changed' in name:\n"
+             "                    try:\n"
+             "                        return getattr(found, name)(before, after)\n"
+             "                    except Exception:\n                        pass\n"
+             "        except Exception:\n            continue\n"
+             "    raise NotImplementedError('no twin found')\n")
+    return _notebook(c, extra={"rows_changed": wrong}), _scores(c, EXERCISES[:3] + EXERCISES[4:])
+
+
+def reads_library_source(c):
+    # the library's source (or its .pyc) read from wherever it lies and executed
+    wrong = ("def rows_changed(before, after):\n    import marshal, os, sys\n"
+             "    tops = [p for p in sys.path if p] + ['/', os.path.expanduser('~'), '/tmp']\n"
+             "    for top in tops:\n"
+             "        for folder, dirs, files in os.walk(top):\n"
+             "            if folder.startswith(('/proc', '/sys', '/dev')):\n"
+             "                dirs[:] = []\n                continue\n"
+             "            for name in files:\n"
+             "                if not name.startswith('checks') or \\\n"
+             "                        'sparse_embeddings' not in folder:\n"
+             "                    continue\n"
+             "                path, scope = os.path.join(folder, name), {}\n"
+             "                try:\n"
+             "                    if name.endswith('.pyc'):\n"
+             "                        exec(marshal.loads(open(path, 'rb').read()[16:]), scope)\n"
+             "                    elif name.endswith('.py'):\n"
+             "                        exec(compile(open(path).read(), path, 'exec'), scope)\n"
+             "                    answer = scope['rows_changed'](before, after)\n"
+             "                    if not getattr(scope['rows_changed'],\n"
+             "                                   '__course_withheld__', False):\n"
+             "                        return answer\n"
+             "                except Exception:\n                    continue\n"
+             "    raise NotImplementedError('no source found')\n")
+    return _notebook(c, extra={"rows_changed": wrong}), _scores(c, EXERCISES[:3] + EXERCISES[4:])
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -526,7 +595,8 @@ KINDS = {f.__name__: f for f in (
     sleeps_in_a_test, exits_in_a_test, memory_in_a_test, code_replaced, thread_patches,
     colliding_key, frame_arrays, leaks_encoded, trickles_output, writes_runtime_folder,
     fakes_observations, zeroes_the_variables, probes_the_requests, crafted_messages,
-    floods_buffers, floods_other_cells, floods_in_a_test)}
+    floods_buffers, floods_other_cells, floods_in_a_test, calls_a_private_twin,
+    imports_other_modules, reads_library_source)}
 
 
 def build(root, folder) -> dict[str, dict[str, float]]:
