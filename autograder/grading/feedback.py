@@ -7,11 +7,17 @@ the late penalty, and what the grader found outside the tests; never a test's so
 
 nbgrader makes its page from the autograded notebook, which holds the hidden
 tests (autograde puts them back to run them). The course's nbgrader_config.py adds
-`WithoutHiddenTests` to that conversion: each hidden block leaves the cells' source. The
-outputs stay as they are: the tests ran in the grader, never in the student's kernel
-(autograder.engine.trusted.testcells), so a test cell's output is the test's own message,
-written by the
-course's author, or what the student's code printed.
+`WithoutHiddenTests` to that conversion: each hidden block leaves the cells' source, and
+no output or metadata of any cell quotes one. With the course's engine a test cell's
+output is the test's own message (the tests ran in the grader, never in the student's
+kernel: autograder.engine.trusted.testcells) and what the student's code printed; a
+notebook autograded without it (nbgrader's own Execute) holds IPython's tracebacks,
+whose context lines are the test's source. So, whoever autograded it, in every output
+and metadata string: a line that holds a hidden marker or a line of a hidden block
+(compared without ANSI colours, as written or HTML-escaped) is replaced by `CUT`; a
+name that only hidden blocks use (bound there, found nowhere else in the notebook, with
+an underscore or a digit in it) by `NAME`; and a test cell's traceback is its error's
+one line, `ename: evalue`, as the engine writes it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from traitlets import Bool
 
 from autograder.cells import HIDDEN_MARKERS, grade_id, nbgrader_meta
 from autograder.grading.reports import Layout, late_score
-from autograder.late import Policy
+from autograder.late import Policy, parse
 
 NOTE = "# (hidden tests: not shown)"
 
@@ -36,15 +42,150 @@ def without_hidden(source: str) -> str:
     return re.sub(re.escape(begin) + r".*?" + re.escape(end), NOTE, source, flags=re.S)
 
 
+CUT = "(a line that quotes a hidden test: not shown)"
+NAME = "(hidden)"
+MIN_LINE = 8  # characters of a hidden line worth cutting where quoted (not "else:")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class Hidden:
+    """What of a notebook's hidden tests no page may show: the markers, the lines of the
+    hidden blocks, and the names only the hidden blocks use."""
+
+    def __init__(self, nb):
+        begin, end = HIDDEN_MARKERS
+        blocks, elsewhere = [], []
+        for cell in nb.cells:
+            source = cell.get("source", "")
+            blocks += [m.group(1) for m in re.finditer(
+                re.escape(begin) + r"(.*?)" + re.escape(end), source, flags=re.S)]
+            elsewhere.append(without_hidden(source))
+        shown = {line.strip() for text in elsewhere for line in text.splitlines()}
+        lines = {line.strip() for block in blocks for line in block.splitlines()} - shown
+        self.lines = sorted({line for line in lines if len(line) >= MIN_LINE}
+                            | {begin, end, begin.lstrip("# "), end.lstrip("# ")}, key=len)
+        self.lines += [html.escape(line) for line in self.lines if html.escape(line) != line]
+        seen = set(_WORD.findall("\n".join(elsewhere)))
+        # a name of the test's own making (a plain word such as `kernel` tells nothing,
+        # and is also the grader's word in its messages)
+        self.names = sorted({name for block in blocks for name in _bound(block)
+                             if len(name) >= 4 and name not in seen
+                             and re.search(r"[A-Za-z0-9]_|[0-9]", name)})
+        self._names = re.compile(r"\b(" + "|".join(map(re.escape, self.names)) + r")\b") \
+            if self.names else None
+
+    def text(self, value: str) -> str:
+        """`value` with each line that quotes a hidden line cut and hidden names replaced."""
+        kept = []
+        for line in value.splitlines(keepends=True):
+            plain = _ANSI.sub("", line)
+            if any(hidden in plain for hidden in self.lines):
+                line = CUT + ("\n" if line.endswith("\n") else "")
+            elif self._names is not None:
+                line = self._names.sub(NAME, line) if self._names.search(plain) else line
+            kept.append(line)
+        return "".join(kept)
+
+    def value(self, value):
+        """Every string in a notebook's output or metadata value, as `text` leaves it."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            for key in list(value):
+                if not str(key).startswith(("image/", "application/pdf")):  # base64
+                    value[key] = self.value(value[key])
+            return value
+        return value
+
+
+def _bound(block: str) -> set[str]:
+    """Names a hidden block binds (assigns, defines, imports, loops over)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(block))
+    except SyntaxError:  # a block inside an indented suite: its assignments' targets
+        return set(re.findall(r"^\s*([A-Za-z_]\w*)\s*(?:,[^=]*)?=(?!=)", block, flags=re.M))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
 class WithoutHiddenTests(Preprocessor):
-    """Takes the hidden tests out of an autograded notebook turned into feedback."""
+    """Takes the hidden tests out of an autograded notebook turned into feedback: from the
+    cells' source, and from every output and metadata string that quotes one."""
 
     enabled = Bool(True, help="nbconvert applies only enabled preprocessors").tag(config=True)
 
     def preprocess(self, nb, resources):
+        hidden = Hidden(nb)
+        begin = HIDDEN_MARKERS[0]
         for cell in nb.cells:
-            cell.source = without_hidden(cell.source)
+            test = begin in cell.get("source", "")
+            cell.source = hidden.text(without_hidden(cell.source))
+            for output in cell.get("outputs", []):
+                if test and output.get("output_type") == "error":
+                    output["traceback"] = [f"{output.get('ename', '')}: "
+                                           f"{output.get('evalue', '')}"]
+                hidden.value(output)
+            hidden.value(cell.get("metadata", {}))
+        hidden.value(nb.get("metadata", {}))
         return nb, resources
+
+
+class CourseLatePenalty(Preprocessor):
+    """nbgrader's page with the course's late penalty (after nbgrader's `GetGrades`): the
+    score counted is the one `grades.csv` and the course's page give, and a note at the top
+    says why. The policy is the one the grading folder keeps (its rules.json, next to the
+    gradebook: autograder.grading.rules), else the course's; how late, the gradebook's
+    submission time against the assignment's due date. nbgrader's own penalty, where its
+    config sets one, is left as it is."""
+
+    enabled = Bool(True, help="nbconvert applies only enabled preprocessors").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info = resources.get("nbgrader", {})
+        db_url = str(info.get("db_url", ""))
+        if info.get("late_penalty") or not db_url.startswith("sqlite:///"):
+            return nb, resources
+        policy = _kept_policy(Path(db_url[len("sqlite:///"):]).parent)
+        from nbgrader.api import Gradebook
+
+        with Gradebook(db_url) as gradebook:
+            submission = gradebook.find_submission(info["assignment"], info["student"])
+            seconds = submission.total_seconds_late
+        raw = float(info.get("score") or 0.0)
+        score, note = (policy or Policy()).apply(raw, seconds, info["student"],
+                                                 info["assignment"])
+        if note:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**Late**: {note}."))
+        if score != raw:
+            info["score"], info["late_penalty"] = score, round(raw - score, 6)
+        return nb, resources
+
+
+def _kept_policy(out: Path) -> Policy | None:
+    """The late policy a grading folder `out` keeps, else the course's."""
+    from autograder import course
+    from autograder.grading import rules
+
+    rule = rules.load(out).get("late")
+    if not rule or rule.get("course"):
+        return course.facts().late
+    table = rule.get("table")
+    return None if table is None else parse(table, f"the late policy in {out / rules.RULES}")
 
 
 NOT_ANSWERED = ("Not answered yet: write your answer in the cell that says # YOUR CODE HERE, "

@@ -221,14 +221,10 @@ def _jupyter_config(config: HubConfig, root: Path, user: str, instructor: bool) 
     (folder / "labconfig").mkdir(parents=True, exist_ok=True)
     lines = ["c = get_config()  # noqa: F821  (written by course hub from hub.toml)"]
     if instructor:
-        from autograder.engine.trusted.submission import AUTOGRADE_PREPROCESSORS
-
+        # the course folder's config loads the course's: should the formgrader's Autograde
+        # button be pressed, it grades with the course's engine, as `course-grade class`
         lines.append(f"load_subconfig({str(config.course_dir / course.CONFIG_NAME)!r})"
                      "  # noqa: F821")
-        # The course autogrades with `course-grade class`; should the formgrader's Autograde
-        # button be pressed anyway, it runs each cell in the course's sandbox too.
-        lines.append("c.Autograde.autograde_preprocessors = "
-                     f"{list(AUTOGRADE_PREPROCESSORS)!r}")
     else:
         lines.append(f"c.CourseDirectory.course_id = {course_id(root)!r}")
     lines.append(f"c.Exchange.root = {str(config.exchange)!r}")

@@ -11,7 +11,8 @@ own exchange and free ports, all from one hub.toml written here. In Debian's chr
 - the instructor collects, autogrades with the course's sandboxed grader in a JupyterLab
   terminal (`course-grade class --late-policy late.toml`: ada's late 01 loses the capped
   penalty, bob's has an extension), grades 03's written answer in the formgrader, generates
-  and releases feedback (nbgrader's pages show the raw scores of its gradebook);
+  and releases feedback (nbgrader's pages show the totals of grades.csv, the late
+  penalty included: autograder.grading.feedback.CourseLatePenalty);
 - each student fetches feedback in the Assignments tab and sees their own score, and no
   hidden test; a student cannot read another's work, the exchange's inbound or the
   instructor's files.
@@ -450,10 +451,13 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
                 f"files/{page_path.relative_to(home(student))}"))
             person.shot(f"feedback {assignment}")
             shown = page_text(person.page.content())
-            expected = rows[student][f"{assignment}/raw"]  # nbgrader's gradebook stays raw
+            # the total of grades.csv, late penalty included (one score, whichever page)
+            expected = rows[student][f"{assignment}/total"]
             if assignment == A3 and student == ADA:
                 expected = f"{float(expected) + 2:g}"
             assert re.search(rf"Score: {float(expected):.1f} / \d", shown), (expected, shown[:400])
+            assert ("Late submission penalty" in shown) == (
+                rows[student][f"{assignment}/total"] != rows[student][f"{assignment}/raw"])
             leaks = [f for f in hidden_fragments(assignment) if f in shown]
             assert not leaks, leaks[:3]
             assert student in str(page_path) and all(

@@ -27,6 +27,9 @@ included, scores saved to it):
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -81,6 +84,8 @@ class SandboxedExecute(NbGraderPreprocessor):
                               "each notebook)").tag(config=True)
 
     def preprocess(self, nb, resources):
+        if self.use_sandbox:
+            _require_sandbox()
         limits = self._limits = Limits.from_dict(self.limits)
         self._secret = self.secret or seeds.draw()
         self._deadline = time.monotonic() + limits.submission_timeout
@@ -183,7 +188,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         names = withheld.withheld_names(self.exercises or [], self.kept)
         self._library = None
         if names:
-            folder = Path(self.scratch or tempfile.gettempdir()) / "course-grade-libraries"
+            folder = Path(self.scratch or _private_scratch()) / "course-grade-libraries"
             folder.mkdir(parents=True, exist_ok=True)
             self._library = withheld.library_copy(
                 names, folder, str(info.get("assignment", "")) or "this notebook")
@@ -227,6 +232,30 @@ class SandboxedExecute(NbGraderPreprocessor):
         if outcome.status != "ok":
             run.outputs.append(_error_output(outcome.ename, outcome.evalue))
         return run
+
+
+def _require_sandbox() -> None:
+    """KernelStartError, in one sentence saying what to do, where no sandbox can be had
+    (nbgrader's own autograde: `course-grade class` has checked before it starts)."""
+    from autograder.engine.trusted import sandbox
+    from autograder.engine.trusted.session import KernelStartError
+
+    ok, why = sandbox.available()
+    if not ok:
+        raise KernelStartError(
+            f"The course grades each student's code in a sandbox, and {why}: install it, or "
+            "set c.SandboxedExecute.use_sandbox = False in nbgrader_config.py to grade "
+            "without one (student code then runs as you, with your files)")
+
+
+@functools.cache
+def _private_scratch() -> str:
+    """A folder of this process's own (mode 0700, removed at exit) for the library's
+    copies, where the caller gave none (nbgrader's own autograde): never a shared, known
+    path in /tmp that another account could fill first."""
+    folder = tempfile.mkdtemp(prefix="course-grade-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _stop(session: KernelSession | None) -> None:
