@@ -226,3 +226,26 @@ def test_nbgrader_feedback_has_the_late_penalty_the_folder_keeps(course_folder):
     assert f"Score: {round(raw * 0.7, 2):g} / 13.0" in text, text[:600]
     assert f"Late submission penalty (Score: -{round(raw * 0.3, 2):g})" in text
     assert "3 started days late, \u221230%" in text
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_without_a_sandbox_grades_nothing_and_says_why(course_folder):
+    """No bubblewrap on PATH: nothing is graded outside a sandbox, and the log's last
+    error says what to do."""
+    folder, _ = course_folder
+    submitted = folder / "submitted" / STUDENT / A / NB
+    target = folder / "submitted" / "unsandboxed" / A / NB
+    target.parent.mkdir(parents=True)
+    target.write_bytes(submitted.read_bytes())
+    bin_dir = str(Path(sys.executable).parent)
+    env = course.tool_env({"PATH": bin_dir})  # no /usr/bin: no bwrap
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", A, "--student",
+                           "unsandboxed"], cwd=folder, capture_output=True, text=True,
+                          env=env, timeout=600)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said[-3000:]
+    assert "KernelStartError: The course grades each student's code in a sandbox, and " \
+           "bubblewrap is not installed" in said, said[-3000:]
+    assert "c.SandboxedExecute.use_sandbox = False" in said
+    graded = folder / "autograded" / "unsandboxed" / A / NB
+    assert not graded.exists() or FOUND not in graded.read_text()
