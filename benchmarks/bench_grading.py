@@ -83,6 +83,12 @@ def time_bare(folder: Path, limit: int | None = None) -> dict[str, float]:
 
 def time_nbgrader(folder: Path, assignments: list[str], work: Path) -> float:
     base = course.make_course_dir(ROOT, work / "nbgrader-course", assignments)
+    # the baseline is nbgrader as it ships: its own Execute and autograde steps, not the
+    # course's engine, which the course's config puts into nbgrader's autograde
+    with open(base / course.CONFIG_NAME, "a", encoding="utf-8") as config:
+        config.write("from nbgrader.converters.autograde import Autograde as _Autograde\n"
+                     "c.Autograde.autograde_preprocessors = "
+                     "_Autograde.autograde_preprocessors.make_dynamic_default()\n")
     for assignment in assignments:
         course.run_nbgrader(["generate_assignment", assignment, "--force"], cwd=base)
     shutil.copytree(folder, base / "submitted")
