@@ -2,19 +2,27 @@
 
 The notebook's exercise `build_capped_train_op(loss, var, max_norm, optimizer=None)` builds a
 training op in `tf.compat.v1` graph mode. `train_in_graph` gives it a graph of its own (a
-variable, placeholders, a loss), runs the op in a `Session` on some batches and returns the
-table after each step and the kinds of op the exercise added, so checks can ask which rows
-moved, by how much, and whether the update stayed sparse.
+variable, placeholders, a loss) and runs the op in a `Session` on some batches; it returns
+the table after each step, the kinds of op the training op runs and the rows each sparse
+update op was given, so checks can ask which rows moved, by how much, and whether the
+update stayed sparse.
+
+While a notebook is graded, the graph is built in the notebook's kernel
+(`export_train_graph`, an observation) and only the graph crosses, as a `GraphDef`: the
+observer (`autograder.engine.observer.tf1graph`) runs it with the test's table and batches,
+which the kernel never sees, and computes every fact above itself. In JupyterLab the same
+two steps run here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import tensorflow as tf
 
+from sparse_embeddings import observe
 from sparse_embeddings.checks import CheckFailed
 from sparse_embeddings.observe import observation
 
@@ -26,11 +34,13 @@ SPARSE_UPDATE_MARKERS = ("Scatter", "SparseApply")
 
 @dataclass
 class GraphRun:
-    """What `train_in_graph` saw: the table before and after each step, and the op types
-    that the exercise's function added to the graph."""
+    """What `train_in_graph` saw: the table before and after each step, the op types the
+    training op runs, and per step the rows each sparse update op was given."""
 
     tables: list[np.ndarray]
     op_types: set[str]
+    updates: list[list[dict]] = field(default_factory=list)  # per step: {"op", "rows"}
+    batch_ids: list[list[int]] = field(default_factory=list)  # per step, sparse batches
 
     def moved_rows(self, step: int) -> list[int]:
         """Sorted ids of the rows that step `step` (1 = the first) changed at all."""
@@ -56,36 +66,64 @@ def train_in_graph(build_train_op: Callable, table, batches: Sequence, max_norm:
     optimizer: `(name, learning_rate)` of the `tf.compat.v1.train` optimizer made inside the
         graph and passed as `optimizer=` (names: `OPTIMIZERS`); None lets the function use
         its default.
-    An observation: while a notebook is graded, it runs in the notebook's kernel and only
-    the tables and op types come back.
+    The graph is built by `export_train_graph` (in the notebook's kernel while it is graded)
+    from the table's shape alone, and run by the observer on `table` and `batches`.
     """
-    tables, op_types = run_in_graph(build_train_op, table, list(batches), max_norm,
-                                    optimizer=optimizer, dense=dense, name=name)
-    return GraphRun([np.asarray(t) for t in tables], set(op_types))
-
-
-@observation
-def run_in_graph(build_train_op, table, batches, max_norm, optimizer=None, dense=False,
-                 name="build_capped_train_op"):
-    """`train_in_graph`'s work: (the table after each step, the new op types, sorted)."""
     table = np.asarray(table, dtype=np.float32)
     if table.ndim != 2:
         raise ValueError(f"table must be 2-D (rows, dim); got shape {table.shape}")
+    batches = [(np.asarray(x), np.asarray(up, dtype=np.float32)) for x, up in batches]
     if not batches:
         raise ValueError("batches is empty: give at least one (ids, upstream) pair")
-    first = np.asarray(batches[0][0])
+    id_dtype = "int64" if batches[0][0].dtype == np.int64 else "int32"
+    export = export_train_graph(build_train_op, list(table.shape), id_dtype=id_dtype,
+                                max_norm=float(max_norm), optimizer=optimizer, dense=dense,
+                                name=name)
+    if not isinstance(export, dict):
+        raise CheckFailed(f"{name}: the graph could not be built and sent "
+                          f"(got {type(export).__name__})")
+    seen = _observer_train(export, table, batches, dense)
+    return GraphRun([np.asarray(t) for t in seen["tables"]], set(seen["op_types"]),
+                    list(seen["updates"]),
+                    [] if dense else [np.unique(ids).tolist() for ids, _ in batches])
+
+
+def _observer_train(export: dict, table, batches, dense: bool) -> dict:
+    """`autograder.engine.observer.tf1graph.train` in the grader's observer process while a
+    notebook is graded (within the test's deadline), else here, by the same code."""
+    request = {"export": export, "table": table, "batches": batches, "dense": dense}
+    router = observe.router()
+    if router is None:
+        from autograder.engine.observer import tf1graph
+
+        return tf1graph.train(**request)
+    ask = getattr(router, "observer_ask", None)
+    if ask is not None:
+        return ask({"op": "tf1_train", "request": request})
+    from autograder.engine.observer import client
+
+    return client.shared().ask({"op": "tf1_train", "request": request},
+                               router.bridge.deadline)
+
+
+@observation
+def export_train_graph(build_train_op, shape, id_dtype="int32", max_norm=1.0,
+                       optimizer=None, dense=False, name="build_capped_train_op") -> dict:
+    """`train_in_graph`'s graph: `build_train_op` called in a new `tf.Graph` on a variable
+    of `shape` (zeros: the test's values are set where the graph runs), returned as data:
+    the `GraphDef`'s bytes and the names of the training op, the table variable, the
+    initialiser and the two placeholders."""
+    rows, dim = (int(n) for n in shape)
     graph = tf.Graph()
     with graph.as_default():
-        var = tf.compat.v1.Variable(table, name="table")
-        upstream = tf.compat.v1.placeholder(tf.float32, [None, table.shape[1]], name="upstream")
+        var = tf.compat.v1.Variable(tf.zeros((rows, dim)), name="table")
+        upstream = tf.compat.v1.placeholder(tf.float32, [None, dim], name="upstream")
         if dense:
-            inputs = tf.compat.v1.placeholder(tf.float32, [None, table.shape[0]], name="x")
+            inputs = tf.compat.v1.placeholder(tf.float32, [None, rows], name="x")
             loss = tf.reduce_sum(tf.matmul(inputs, var) * upstream)
         else:
-            id_dtype = tf.int64 if first.dtype == np.int64 else tf.int32
-            inputs = tf.compat.v1.placeholder(id_dtype, [None], name="ids")
+            inputs = tf.compat.v1.placeholder(tf.as_dtype(id_dtype), [None], name="ids")
             loss = tf.reduce_sum(tf.gather(var, inputs) * upstream)
-        known = set(graph.get_operations())
         kwargs = {}
         if optimizer is not None:
             kind, learning_rate = optimizer
@@ -97,16 +135,12 @@ def run_in_graph(build_train_op, table, batches, max_norm, optimizer=None, dense
             raise CheckFailed(
                 f"{name} returned {type(train_op).__name__}; expected the op that "
                 "optimizer.apply_gradients(...) returns, built in the current graph.")
-        op_types = {op.type for op in graph.get_operations() if op not in known}
         init = tf.compat.v1.global_variables_initializer()
-    tables = [table.copy()]
-    with tf.compat.v1.Session(graph=graph) as session:
-        session.run(init)
-        for step_inputs, step_upstream in batches:
-            session.run(train_op, {inputs: np.asarray(step_inputs),
-                                   upstream: np.asarray(step_upstream, dtype=np.float32)})
-            tables.append(session.run(var))
-    return tables, sorted(op_types)
+    op = train_op if isinstance(train_op, tf.Operation) else train_op.op
+    data = graph.as_graph_def().SerializeToString()
+    return {"graph": np.frombuffer(data, np.uint8).copy(), "train_op": op.name,
+            "table": var.op.name, "init": init.name, "inputs": inputs.op.name,
+            "upstream": upstream.op.name}
 
 
 def capped_sgd_reference(table, ids, upstream, max_norm: float, lr: float = 1.0) -> np.ndarray:
@@ -120,7 +154,8 @@ def capped_sgd_reference(table, ids, upstream, max_norm: float, lr: float = 1.0)
 
 
 def check_sparse_update(run: GraphRun, name: str = "build_capped_train_op") -> None:
-    """The op updates by scatter (only the batch's rows), not with a dense apply kernel."""
+    """The op updates by scatter, not with a dense apply kernel, and each scatter names
+    the rows the step's batch looked up, not the whole table."""
     dense = sorted(t for t in run.op_types if t.startswith(DENSE_APPLY_PREFIXES))
     sparse = sorted(t for t in run.op_types if any(m in t for m in SPARSE_UPDATE_MARKERS))
     if dense or not sparse:
@@ -130,12 +165,31 @@ def check_sparse_update(run: GraphRun, name: str = "build_capped_train_op") -> N
             "into the batch's rows instead of rewriting the whole table.\n"
             "Hint: did tf.convert_to_tensor or a multiplication by a tensor turn it dense? Cap "
             "grad.values and build a new tf.IndexedSlices from them.")
+    for step, (ids, updates) in enumerate(zip(run.batch_ids, run.updates, strict=True), 1):
+        if not updates:
+            raise CheckFailed(f"{name}: at step {step} no scatter op was given the rows to "
+                              "update (its ids were not found in the graph)")
+        for update in updates:
+            if update["rows"] != ids:
+                rows = update["rows"]
+                shown = str(rows) if len(rows) <= 12 else f"{len(rows)} rows"
+                raise CheckFailed(
+                    f"{name}: at step {step} the update ({update['op']}) named rows {shown}; "
+                    f"the batch looked up rows {ids}. A sparse update names only the rows "
+                    "looked up, so a step costs the batch, not the table.\n"
+                    "Hint: build the IndexedSlices from the gradient's own indices (after "
+                    "summing duplicates), not from every row of the table.")
 
 
-@observation
 def dropout_rates(model) -> list[float]:
     """Every dropout rate in a Keras model, nested layers included: `Dropout(rate)` layers
-    and the `dropout` / `recurrent_dropout` of recurrent layers and their cells."""
+    and the `dropout` / `recurrent_dropout` of recurrent layers and their cells. Read from
+    the layers of the model rebuilt from its config (`observe.keras_model`): a model of the
+    notebook's kernel is rebuilt first, and nothing runs there."""
+    from sparse_embeddings import observe
+
+    if observe.is_remote(model):
+        model = observe.keras_model(model)
     rates = []
     # Keras 3 has no public recursive walk over sublayers (Bidirectional's LSTMs, their cells).
     for layer in model._flatten_layers(include_self=True, recursive=True):

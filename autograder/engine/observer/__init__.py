@@ -8,5 +8,7 @@ its own (`graphs`, run by `serve`: sandboxed like a cold kernel, memory-limited)
 grader starts, asks and, past a deadline or a limit, kills and starts again (`client`).
 Nothing the kernel sent is unpickled, imported or called as Python.
 `shards` builds the request for a lookup over a table's shards (notebook 07) and reads
-back the facts its tests assert.
+back the facts its tests assert. `tf1graph` runs notebook 04's TF 1 training op from the
+graph the kernel built: the tables after each step, the op types the op runs and the rows
+each sparse update was given.
 """
