@@ -73,6 +73,7 @@ class Observer:
         self.process: subprocess.Popen | None = None
         self.folder: Path | None = None
         self.lock = threading.Lock()
+        self.start_seconds = 0.0  # spent starting processes, all together
 
     def _command(self) -> list[str]:
         from autograder.engine.trusted import sandbox
@@ -145,6 +146,7 @@ class Observer:
                 self.stop()
                 started = time.monotonic()
                 self.start()
+                self.start_seconds += time.monotonic() - started
                 deadline += time.monotonic() - started  # its start is not the graph's time
             body = json.dumps(wire.encode(message, wire.Table())).encode()
             try:
