@@ -172,7 +172,7 @@ def check_sparse_update(run: GraphRun, name: str = "build_capped_train_op") -> N
         for update in updates:
             if update["rows"] != ids:
                 rows = update["rows"]
-                shown = str(rows) if len(rows) <= 12 else f"{len(rows)} rows"
+                shown = str(rows) if len(rows) <= 12 else f"{rows[:12]} and {len(rows) - 12} more"
                 raise CheckFailed(
                     f"{name}: at step {step} the update ({update['op']}) named rows {shown}; "
                     f"the batch looked up rows {ids}. A sparse update names only the rows "
