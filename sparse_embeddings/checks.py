@@ -366,18 +366,25 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
 def check_instance(actual, expected_type: type, name: str = "result",
                    hint: str | None = None) -> None:
     """`actual` is an instance of `expected_type`. While a notebook is graded its objects
-    stay in its kernel; then the kernel's word for its type (by name) is what is checked."""
+    stay in its kernel, whose word for a type is not taken: a Keras model or layer type is
+    checked on the model rebuilt from its config (`observe.keras_model`), and any other
+    object of the kernel fails (a test checks the type of data, which crosses)."""
+    import keras
+
     from sparse_embeddings import observe
 
+    if observe.is_remote(actual) and issubclass(expected_type, keras.layers.Layer):
+        actual = observe.keras_model(actual, name=name, hint=hint)
     if observe.is_remote(actual):
-        ok = actual.is_a(expected_type)
-        got = actual._type.rsplit(".", 1)[-1]
-    else:
-        ok = isinstance(actual, expected_type)
-        got = type(actual).__name__
+        _fail(f"{name} is an object that stays in the notebook's kernel ({actual!r}); "
+              f"expected a {expected_type.__name__}, which the grader can check only on "
+              "data.", hint)
+    ok = isinstance(actual, expected_type)
+    got = type(actual).__name__
     if not ok:
         _fail(f"{name} is a {got}; expected a {expected_type.__module__.split('.')[0]}."
               f"{expected_type.__name__}.", hint)
+
 
 # -- the hidden tests' randomness -------------------------------------------------------
 

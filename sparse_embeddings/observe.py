@@ -170,15 +170,66 @@ def call_method(obj, method: str, *args, **kwargs):
         return {"raised": type(error).__name__, "message": str(error)[:500]}
 
 
+# ---------------------------------------------------------------------------------------
+# Keras models: they cross as config and weights, and are rebuilt where the test runs
+# ---------------------------------------------------------------------------------------
+
+# the library's own layers a model may hold: (module, class) -> (registered name, import)
+LIBRARY_LAYERS = {("sparse_embeddings.layers", "PartiallyFrozenEmbedding"):
+                  ("sparse_embeddings>PartiallyFrozenEmbedding",
+                   "sparse_embeddings.layers:PartiallyFrozenEmbedding")}
+
+
 @observation
+def keras_export(model) -> dict:
+    """What crosses for a Keras model: its JSON config and its weights, data only."""
+    return {"config": model.to_json(), "weights": [np.asarray(w) for w in model.get_weights()]}
+
+
+def keras_model(obj, name: str = "the model", hint: str | None = None):
+    """`obj`, a Keras model, rebuilt from its config and weights by
+    `autograder.engine.observer.keras_models.rebuild`: a new model of Keras' own layers
+    (and of this library's, named in `LIBRARY_LAYERS`), whose types, layers, outputs and
+    gradients a test then reads. While a notebook is graded `obj` stays in the kernel,
+    which sends only `keras_export`'s data; in JupyterLab the same rebuild runs on the live
+    model, so a model that cannot be graded (a `Lambda` layer, a class of its own) fails
+    Validate the same way. A model that cannot be rebuilt fails the check (`CheckFailed`)
+    with the reason."""
+    import importlib
+
+    from autograder.engine.observer import keras_models
+    from sparse_embeddings import checks
+
+    extra = {}
+    for key, (registered, where) in LIBRARY_LAYERS.items():
+        module, _, attribute = where.partition(":")
+        extra[key] = (registered, getattr(importlib.import_module(module), attribute))
+    try:
+        exported = keras_export(obj)
+    except Exception as error:  # noqa: BLE001 - why it could not be exported is the message
+        raise checks.CheckFailed(
+            f"{name} could not be read as a Keras model ({type(error).__name__}: "
+            f"{str(error)[:300]})" + (f"\nHint: {hint}" if hint else "")) from None
+    if not isinstance(exported, dict) or not isinstance(exported.get("weights"), list):
+        raise checks.CheckFailed(f"{name} could not be read as a Keras model")
+    try:
+        return keras_models.rebuild(exported.get("config"), exported["weights"], extra)
+    except keras_models.Refused as error:
+        raise checks.CheckFailed(f"{name}: {error}." + (f"\nHint: {hint}" if hint else "")) \
+            from None
+
+
 def optimizer_step(model, inputs, optimizer: str = "AdamW", learning_rate: float = 0.1,
                    weight_decay: float = 0.1):
-    """One step of a Keras `optimizer` on `sum(model(inputs) ** 2)`. Returns a dict: the
-    gradients (in the order of `model.trainable_weights`), and every weight's value before
-    and after the step (in the order of `model.weights`) with its shape."""
+    """One step of a Keras `optimizer` on `sum(model(inputs) ** 2)`, on the model rebuilt
+    by `keras_model` (a model of the kernel is rebuilt first; nothing runs there). Returns
+    a dict: the gradients (in the order of `model.trainable_weights`), and every weight's
+    value before and after the step (in the order of `model.weights`) with its shape."""
     import keras
     import tensorflow as tf
 
+    if is_remote(model):
+        model = keras_model(model)
     before = [np.array(w.numpy()) for w in model.weights]
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(tf.convert_to_tensor(model(inputs)) ** 2)
@@ -192,57 +243,250 @@ def optimizer_step(model, inputs, optimizer: str = "AdamW", learning_rate: float
 
 
 @observation
+def export_layer(layer, rank: int = 2, dtype: str = "int32") -> dict:
+    """A Keras layer as data: called once on zeros if it is not built, then its call traced
+    by `tf.function` for inputs of `rank` and `dtype`. Returns
+    the GraphDef's bytes, its input and output names, each weight's name, value and whether
+    it trains, the attributes of the layer that hold each weight, and which weight each
+    captured variable of the graph is."""
+    import tensorflow as tf
+
+    if not layer.built:
+        layer(tf.zeros([1] * int(rank), dtype))
+    spec = tf.TensorSpec([None] * int(rank), tf.as_dtype(dtype))
+    concrete = tf.function(lambda ids: layer(ids)).get_concrete_function(spec)
+    weights = list(layer.weights)
+    handles = [w.value.handle for w in weights]  # held: ids stay unique while compared
+    position = {id(h): k for k, h in enumerate(handles)}
+    captures = []
+    for outer, inner in concrete.graph.captures:
+        if id(outer) not in position:
+            raise ValueError(f"the layer's call reads {inner.name}, which is none of its "
+                             "weights")
+        captures.append([inner.name, position[id(outer)]])
+    attributes = {name: k for name, value in vars(layer).items()
+                  for k, w in enumerate(weights) if value is w and not name.startswith("_")}
+    data = concrete.graph.as_graph_def().SerializeToString()
+    return {"graph": np.frombuffer(data, np.uint8).copy(), "input": concrete.inputs[0].name,
+            "output": concrete.outputs[0].name, "captures": captures,
+            "weights": [[w.name, np.asarray(w.numpy()), bool(w.trainable)] for w in weights],
+            "attributes": attributes}
+
+
+def _observer_ask(message: dict):
+    """`message` answered by the grader's observer process while a notebook is graded
+    (within the test's deadline), else here, by the same code (Validate)."""
+    router = _ROUTER[0]
+    if router is None:
+        from autograder.engine.observer import keras_layers
+
+        return keras_layers.observe(message["request"])
+    ask = getattr(router, "observer_ask", None)
+    if ask is not None:
+        return ask(message)
+    from autograder.engine.observer import client
+
+    return client.shared().ask(message, router.bridge.deadline)
+
+
+def layer_facts(layer, calls=(), *, grads=(), fit=None, fresh_seed=None, rank=None,
+                dtype="int32") -> dict:
+    """Facts of a Keras layer computed by the observer (`autograder.engine.observer.
+    keras_layers`) from its traced call and its weights (`export_layer`): the outputs for
+    `calls`, the gradients of sum(output ** 2) for `grads` (one list per input, in the
+    order of the trainable weights; an `IndexedSlices` stays one), and `fit`'s training
+    (`fit_in_model`'s arguments) inside the observer's own model. With `fresh_seed`, every
+    trainable weight starts from normal values of that seed instead of its own. Returns a dict:
+    "outputs", "grads", "fit", "weights" (per weight: name, attribute, shape, trainable,
+    the value the runs started from) and "attributes" (attribute name -> that value)."""
+    import tensorflow as tf
+
+    from sparse_embeddings import checks
+
+    calls = [np.asarray(c.numpy() if isinstance(c, tf.Tensor) else c) for c in calls]
+    grads = [np.asarray(g.numpy() if isinstance(g, tf.Tensor) else g) for g in grads]
+    ranks = {c.ndim for c in calls + grads} | ({2} if fit else set()) | (
+        {int(rank)} if rank is not None else set())
+    if len(ranks) > 1:
+        raise ValueError(f"inputs of one rank at a time; got ranks {sorted(ranks)}")
+    rank = ranks.pop() if ranks else 2
+    try:
+        export = export_layer(layer, rank, str(dtype))
+    except Exception as error:  # noqa: BLE001 - what the layer raised is the message
+        raise _retold(error, "the layer") from None
+    request = {key: export[key] for key in ("graph", "input", "output", "captures",
+                                            "weights")}
+    request.update({"rank": rank, "dtype": str(dtype), "calls": calls, "grads": grads,
+                    "fresh_seed": fresh_seed,
+                    "fit": None if fit is None else {**fit, "X": np.asarray(fit["X"]),
+                                                     "y": np.asarray(fit["y"])}})
+    try:
+        seen = _observer_ask({"op": "keras_layer", "request": request})
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        raise checks.CheckFailed(f"the layer's graph could not be run: {error}") from None
+    names = {k: name for name, k in dict(export.get("attributes") or {}).items()}
+    weights = [{"name": str(name), "attribute": names.get(k), "shape": np.shape(value),
+                "trainable": bool(trainable), "value": np.asarray(seen["values"][k])}
+               for k, (name, value, trainable) in enumerate(export["weights"])]
+    return {"outputs": [tf.constant(o) for o in seen["outputs"]],
+            "grads": [[_tensor(g, tf) for g in per] for per in seen["grads"]],
+            "fit": seen["fit"], "weights": weights,
+            "attributes": {w["attribute"]: w["value"] for w in weights if w["attribute"]}}
+
+
 def fit_in_model(layer, X, y, *, epochs: int = 2, batch_size: int = 8,
                  learning_rate: float = 0.05, weight_decay: float = 0.1, seed: int = 0):
     """`layer` (an embedding) trained inside `Sequential([Input, layer, average, Dense])`
-    by `model.fit` with AdamW. Returns every weight of the layer before and after
-    (in the order of `layer.weights`), with which of them are trainable."""
-    import keras
+    by `model.fit` with AdamW, by the observer, on its own copy of the layer (its traced
+    call and its weights: `layer_facts`). Returns every weight of the layer before and
+    after (in the order of `layer.weights`), with which of them are trainable, and
+    "attributes": the layer's attribute name of each weight it holds as one -> its index."""
+    fit = {"X": X, "y": y, "epochs": epochs, "batch_size": batch_size, "seed": seed,
+           "learning_rate": learning_rate, "weight_decay": weight_decay}
+    seen = layer_facts(layer, fit=fit)
+    return {**seen["fit"], "attributes": {w["attribute"]: k for k, w in enumerate(
+        seen["weights"]) if w["attribute"]}}
 
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((np.shape(X)[1],), dtype="int32"), layer,
-                              keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay),
-                  loss="mse")
-    before = [np.array(w.numpy()) for w in layer.weights]
-    model.fit(np.asarray(X), np.asarray(y), epochs=epochs, batch_size=batch_size, verbose=0)
-    return {"before": before, "after": [np.array(w.numpy()) for w in layer.weights],
-            "trainable": [bool(w.trainable) for w in layer.weights]}
+
+def _run_graph(request: dict) -> dict:
+    """Run one exported graph (`autograder.engine.observer.graphs.run`): through the
+    grader's observer where the router offers one, else here (Validate)."""
+    runner = getattr(_ROUTER[0], "observer_run", None)
+    if runner is not None:
+        return runner(request)
+    from autograder.engine.observer import graphs
+
+    return graphs.run(request)
 
 
 @observation
-def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float = 5.0,
-                   learning_rate: float = 0.01, in_function: bool = False):
-    """`step_fn(model, optimizer, batch, clip_norm=...)` on a model rebuilt here from its
-    Keras JSON and weights (the library's tagger, made by the grader), with a LazyAdam that
-    keeps the gradients it is given. Returns the step's loss, the gradients the optimizer
-    got (in the order of the trainable weights), and every weight before and after."""
+def export_train_step(step_fn, model_json: str, specs, *, clip_norm: float = 5.0) -> dict:
+    """`step_fn(model, optimizer, batch, clip_norm=...)` traced by `tf.function` for a batch
+    of `specs` (`[shape, dtype]` each), on a model made from `model_json` (its initial
+    weights: the test's are bound where the graph runs) and an optimizer that records the
+    gradients it is given and applies none. Returns data: the graph's bytes, the names of
+    its inputs and outputs (the loss, then each gradient's parts), what each captured
+    variable is (a weight of the model by path, or another variable's value) and, per
+    gradient, the weight's path and its kind."""
     import keras
     import tensorflow as tf
 
     from sparse_embeddings.optimizers import LazyAdam
 
-    class SpyAdam(LazyAdam):
+    class Recorder(LazyAdam):
         seen: list = []
 
         def apply_gradients(self, grads_and_vars, *args, **kwargs):
-            grads_and_vars = list(grads_and_vars)
-            SpyAdam.seen = [g for g, _ in grads_and_vars]
-            return super().apply_gradients(grads_and_vars, *args, **kwargs)
+            Recorder.seen = list(grads_and_vars)
+
+        def apply(self, grads, trainable_variables=None):
+            Recorder.seen = list(zip(grads, trainable_variables or [], strict=False))
+
+    model = keras.models.model_from_json(model_json)
+    optimizer = Recorder(0.01)
+
+    def traced(*batch):
+        loss = step_fn(model, optimizer, tuple(batch), clip_norm=clip_norm)
+        flat, parts = [tf.convert_to_tensor(loss)], []
+        for grad, variable in Recorder.seen:
+            kind = "None" if grad is None else type(grad).__name__
+            kind = kind if kind in ("IndexedSlices", "None") else "dense"
+            parts.append([variable.path, kind])
+            if kind == "IndexedSlices":
+                flat += [grad.values, grad.indices]
+            elif kind == "dense":
+                flat.append(tf.convert_to_tensor(grad))
+        traced.parts = parts
+        return flat
+
+    concrete = tf.function(traced).get_concrete_function(
+        *[tf.TensorSpec(shape, tf.as_dtype(dtype)) for shape, dtype in specs])
+    known = {}
+    for variable in optimizer.variables:
+        known[id(variable.value.handle)] = ("state", variable)
+    for variable in model.variables:  # a dropout layer's seed is state, not a weight
+        state = variable.path.startswith("seed_generator")
+        known[id(variable.value.handle)] = ("state" if state else "weight", variable)
+    captures = []
+    for outer, inner in concrete.graph.captures:
+        kind, variable = known.get(id(outer), ("state", None))
+        value = variable.path if kind == "weight" else \
+            None if variable is None else np.asarray(variable.numpy())
+        captures.append([inner.name, kind, value])
+    return {"graph": np.frombuffer(concrete.graph.as_graph_def().SerializeToString(), np.uint8),
+            "inputs": [t.name for t in concrete.inputs[:len(specs)]],
+            "outputs": [t.name for t in concrete.outputs], "captures": captures,
+            "grads": traced.parts}
+
+
+def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float = 5.0,
+                   learning_rate: float = 0.01, in_function: bool = True):
+    """`step_fn(model, optimizer, batch, clip_norm=...)`, one step, as a `tf.function`: the
+    step is traced where it lives (`export_train_step`, in the kernel while a notebook is
+    graded) and its graph run here (`_run_graph`) on the test's batch and on variables
+    made here from `model_json` and `weights` (the library's tagger, made by the test).
+    The gradients the graph handed the optimizer are then applied here by a `LazyAdam`
+    of `learning_rate`. Returns the step's loss, those gradients (in the order given; an
+    `IndexedSlices` stays one) and their kinds, and every weight before and after, by
+    name. `in_function` is kept for the tests' calls: every step runs traced."""
+    import keras
+    import tensorflow as tf
+
+    from sparse_embeddings import checks
+    from sparse_embeddings.optimizers import LazyAdam
 
     model = keras.models.model_from_json(model_json)
     model.set_weights([np.asarray(w) for w in weights])
+    by_path = {w.path: w for w in model.weights}
+    batch = [np.asarray(tf.convert_to_tensor(b)) for b in batch]
+    specs = [[list(b.shape), b.dtype.name] for b in batch]
+    try:
+        export = export_train_step(step_fn, model_json, specs, clip_norm=float(clip_norm))
+    except Exception as error:  # noqa: BLE001 - what failed is the message
+        raise checks.CheckFailed(
+            f"the step could not be traced by tf.function ({type(error).__name__}: "
+            f"{str(error)[:300]}); it must be, as section 7 runs it. Hint: use TensorFlow "
+            "operations only: no .numpy() or float() on tensors inside the step.") from None
+    variables = []
+    for name, kind, value in export["captures"]:
+        if kind == "weight" and value in by_path:
+            variables.append([name, by_path[value].numpy(), True])
+        elif kind == "state" and value is not None and np.size(value) <= 64:
+            variables.append([name, np.asarray(value), False])
+        else:
+            raise checks.CheckFailed(f"the step's graph reads a variable the grader cannot "
+                                     f"give it ({kind} {str(value)[:80]})")
+    seen = _run_graph({"graph": export["graph"], "outputs": export["outputs"],
+                       "inputs": [[n, b] for n, b in zip(export["inputs"], batch, strict=True)],
+                       "variables": variables})
     before = [np.array(w.numpy()) for w in model.weights]
-    batch = tuple(tf.convert_to_tensor(b) for b in batch)
-    step = tf.function(step_fn) if in_function else step_fn
-    loss = step(model, SpyAdam(learning_rate), batch, clip_norm=clip_norm)
-    # inside a tf.function the optimizer saw symbolic tensors: only the loss and weights
-    spied = [] if in_function else SpyAdam.seen
-    seen = [g if isinstance(g, tf.IndexedSlices) or g is None else tf.convert_to_tensor(g)
-            for g in spied]
-    return {"loss": tf.convert_to_tensor(loss), "grads": seen,
-            "kinds": [type(g).__name__ for g in spied],
-            "names": [w.path if hasattr(w, "path") else w.name for w in model.weights],
+    try:
+        outputs = iter(seen["outputs"])
+        loss = tf.convert_to_tensor(next(outputs))
+        grads, pairs = [], []
+        for path, kind in export["grads"]:
+            variable = by_path.get(path)
+            if variable is None or not variable.trainable:
+                raise ValueError(f"a gradient for {path!r}, not a trainable weight")
+            if kind == "IndexedSlices":
+                values, indices = next(outputs), next(outputs)
+                grad = tf.IndexedSlices(tf.constant(values), tf.constant(indices),
+                                        tf.constant(variable.shape, tf.int64))
+            elif kind == "dense":
+                grad = tf.ensure_shape(tf.constant(next(outputs)), variable.shape)
+            else:
+                grad = None
+            grads.append(grad)
+            if grad is not None:
+                pairs.append((grad, variable))
+        if pairs:
+            LazyAdam(learning_rate).apply_gradients(pairs)
+    except (ValueError, TypeError, StopIteration, tf.errors.OpError) as error:
+        raise checks.CheckFailed(f"the gradients the step gave the optimizer do not fit the "
+                                 f"model's weights ({type(error).__name__}: "
+                                 f"{str(error)[:200]})") from None
+    return {"loss": loss, "grads": grads, "kinds": [kind for _, kind in export["grads"]],
+            "names": [w.path for w in model.weights],
             "before": before, "after": [np.array(w.numpy()) for w in model.weights]}
 
 

@@ -7,7 +7,8 @@ more gets TensorFlow's out-of-memory error, and the client's watch on its reside
 stops it besides), says READY, then answers requests one at a time on its stdin and stdout.
 A frame is 4 bytes of length (big-endian) and a JSON tree of `autograder.engine.wire`
 (arrays as `.npy` read with `allow_pickle=False`). A request is {"op": "run", "request": ...,
-"timeout_s": t} (`graphs.run`), {"op": "tf1_train", "request": ...} (`tf1graph.train`) or
+"timeout_s": t} (`graphs.run`), {"op": "keras_layer", "request": ...}
+(`keras_layers.observe`), {"op": "tf1_train", "request": ...} (`tf1graph.train`) or
 {"op": "op_types", "graph": ...} (`ops.check`, then `ops.op_types`); the answer is
 {"ok": value} or {"error": {"type": kind, "message": text}}.
 """
@@ -63,6 +64,10 @@ def _answer(message: dict) -> dict:
     op = message.get("op")
     if op == "run":
         return graphs.run(message["request"], float(message.get("timeout_s", 60)))
+    if op == "keras_layer":
+        from autograder.engine.observer import keras_layers
+
+        return keras_layers.observe(message["request"])
     if op == "tf1_train":
         from autograder.engine.observer import tf1graph
 
