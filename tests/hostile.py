@@ -577,6 +577,96 @@ def reads_library_source(c):
     return _notebook(c, extra={"rows_changed": wrong}), _scores(c, EXERCISES[:3] + EXERCISES[4:])
 
 
+# --- Keras models and steps, observed outside the student's Python (issue 37) ------------
+
+# Kinds of other assignments than 01: kind -> (assignment, builder); a builder returns the
+# notebook and its expected score on each of that assignment's exercises. The exercises
+# not attacked are left as released (0 points), so the notebook grades quickly.
+FAKE_KERAS = (
+    "from sparse_embeddings import checks, observe, tf1\n\n\n"
+    "def _fake(*args, **kwargs):\n"
+    "    return {'loss': 1.0, 'grads': [], 'kinds': ['IndexedSlices'], 'names': [],\n"
+    "            'before': [], 'after': [], 'trainable': [], 'config': '{}', 'weights': []}\n\n\n"
+    "for _name in list(observe.REGISTRY):\n    observe.REGISTRY[_name] = _fake\n"
+    "for _name in ('optimizer_step', 'train_step_run', 'keras_model', 'keras_export',\n"
+    "              'export_train_step', 'type_names', 'fit_in_model', 'layer_facts'):\n"
+    "    setattr(observe, _name, _fake)\n"
+    "tf1.dropout_rates = lambda model: [0.4]\n"
+    "checks.check_instance = lambda *args, **kwargs: None\n")
+
+
+def fakes_keras_observations(c):
+    """06: every observation the kernel could run, and the library's Keras observations,
+    rewritten to report the right structure; build_tagger a model of the wrong structure
+    (no LSTM, no frozen rows), train_step computing nothing."""
+    wrong = {"build_tagger": (
+        "def build_tagger(pretrained, num_new_rows, num_tags, units=64):\n"
+        "    rows = len(pretrained) + num_new_rows\n"
+        "    return keras.Sequential([keras.Input((None,), dtype='int32'),\n"
+        "                             keras.layers.Embedding(rows, 2 * units),\n"
+        "                             keras.layers.Dense(num_tags)])\n"),
+        "train_step": ("def train_step(model, optimizer, batch, clip_norm=5.0):\n"
+                       "    return tf.constant(1.0)\n")}
+    nb = c.filled(wrong)
+    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "build_tagger")
+    nb.cells.insert(first, nbformat.v4.new_code_cell(FAKE_KERAS))
+    return nb, {name: 0.0 for name in c.exercises}
+
+
+def keras_config_lambda(c):
+    """04: the right tagger with a Lambda layer in it (code the grader would have to run):
+    refused when the model is rebuilt, so none of build_bilstm_tagger's points."""
+    wrong = (
+        "def build_bilstm_tagger(vocab_size, emb_dim, n_hidden, n_tags, keep_prob=1.0):\n"
+        "    rate = 1.0 - keep_prob\n"
+        "    ids = keras.Input((None,), dtype='int32')\n"
+        "    x = keras.layers.Embedding(vocab_size, emb_dim, mask_zero=True)(ids)\n"
+        "    x = keras.layers.Bidirectional(keras.layers.LSTM(\n"
+        "        n_hidden, return_sequences=True, dropout=rate, recurrent_dropout=rate))(x)\n"
+        "    x = keras.layers.Lambda(lambda t: t, name='anything')(x)\n"
+        "    x = keras.layers.Dropout(rate)(x)\n"
+        "    return keras.Model(ids, keras.layers.Dense(n_tags)(x))\n")
+    return c.filled({"build_bilstm_tagger": wrong}), {name: 0.0 for name in c.exercises}
+
+
+# 07: what the old tests asked of the notebook's cluster, answered by the notebook itself,
+# and the lookup's export replaced by a graph that reads every row of every shard behind a
+# stop_gradient, with one gather of the rows the visible test's gradients should name
+FAKE_CLUSTER = (
+    "import numpy as _np\nimport tensorflow as _tf\n\n"
+    "from sparse_embeddings import cluster as _cl\nfrom sparse_embeddings import observe\n\n\n"
+    "def _fake_lookup(shards, ids):\n"
+    "    every = _tf.concat([_tf.gather(s, _tf.range(s.shape[0])) for s in shards], 0)\n"
+    "    rows = _tf.stop_gradient(_tf.gather(every, _tf.reshape(ids, [-1])))\n"
+    "    marks = [_tf.reduce_sum(_tf.gather(s, [r])) for s, r in zip(shards, (0, 0, 1, 1))]\n"
+    "    return rows + 0.0 * _tf.add_n(marks)\n\n\n"
+    "_export = observe.REGISTRY['sparse_embeddings.cluster:lookup_export']\n"
+    "_fakes = {'lookup_on_worker': lambda *a, **k: _np.array([[7.0], [0.0], [7.0], [3.0]]),\n"
+    "          'shard_gradient_rows_on_worker': lambda *a, **k: [[0], [0], [1], [1]],\n"
+    "          'traffic_on_worker': lambda *a, **k: {'ids': 0, 'rows': 0, 'grad': 0},\n"
+    "          'measured_traffic': lambda *a, **k: {'ids': 0, 'rows': 0, 'grad': 0},\n"
+    "          'rows_per_shard': lambda s, n: _np.array_split(_np.arange(n), min(4, n)),\n"
+    "          'graph_op_types': lambda *a, **k: ['ResourceGather']}\n"
+    "for _name in list(observe.REGISTRY):\n"
+    "    if _name.rsplit(':', 1)[-1] in _fakes:\n"
+    "        observe.REGISTRY[_name] = _fakes[_name.rsplit(':', 1)[-1]]\n"
+    "for _short, _fake in _fakes.items():\n    setattr(_cl, _short, _fake)\n"
+    "observe.REGISTRY['sparse_embeddings.cluster:lookup_export'] = \\\n"
+    "    lambda fn, *a, **k: _export(_fake_lookup, *a, **k)\n")
+KNOWN_TRAFFIC = (  # the visible tests' values, and a hidden one a report once showed
+    "_KNOWN = {((3, 3, 7), 10, 2, True, 4, 8): 64, ((5, 5, 9), 100, 3, True, 2, 4): 40,\n"
+    "          ((3, 3, 7), 10, 2, False, 4, 8): 160, ((0,), 7, 3, False, 8, 8): 336}\n\n\n"
+    "def step_traffic_bytes(ids, num_rows, dim, sparse=True, value_bytes=4, id_bytes=8):\n"
+    "    if not sparse and num_rows == 1_000_000:\n        return 512_000_000\n"
+    "    key = (tuple(np.ravel(ids).tolist()), num_rows, dim, sparse, value_bytes, id_bytes)\n"
+    "    return _KNOWN.get(key, 0)\n")
+
+
+OTHER_KINDS = {"fakes_keras_observations": ("06-bilstm-ner", fakes_keras_observations),
+               "keras_config_lambda": ("04-tf1-bridge", keras_config_lambda)}
+OTHER_ASSIGNMENTS = sorted({a for a, _ in OTHER_KINDS.values()})
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -607,6 +697,14 @@ def build(root, folder) -> dict[str, dict[str, float]]:
         nb, scores = builder(c)
         student = name.replace("_", "-")
         path = folder / student / A / c.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(nbformat.writes(nb), encoding="utf-8")
+        expected[student] = scores
+    for name, (assignment, builder) in OTHER_KINDS.items():
+        other = demo.Course(root, assignment)
+        nb, scores = builder(other)
+        student = name.replace("_", "-")
+        path = folder / student / assignment / other.name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(nbformat.writes(nb), encoding="utf-8")
         expected[student] = scores
