@@ -11,6 +11,7 @@ failing test into a passing one would show as points on that exercise. Names the
 from __future__ import annotations
 
 import copy
+import json
 
 import nbformat
 
@@ -667,6 +668,52 @@ OTHER_KINDS = {"fakes_keras_observations": ("06-bilstm-ner", fakes_keras_observa
 OTHER_ASSIGNMENTS = sorted({a for a, _ in OTHER_KINDS.values()})
 
 
+# --- a recording of the hidden inputs, replayed (issue 37) --------------------------------
+
+# A student's function sees the inputs a hidden test gives it. The recorder answers
+# rows_changed honestly and remembers each call's inputs (a digest) with its answer; its
+# fit_linear_regression, whose tests run later, raises them into the self-grade's report.
+# The replay answers rows_changed from that recording alone: full marks wherever the
+# hidden tests draw the inputs they drew when recorded, none where they draw others.
+DIGEST = ("import hashlib\nimport json\n\n\n"
+          "def _digest(before, after):\n    h = hashlib.sha256()\n"
+          "    for x in (before, after):\n        a = np.ascontiguousarray(np.asarray(x))\n"
+          "        h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())\n"
+          "    return h.hexdigest()[:16]\n\n\n")
+RECORDING = "RECORDING "  # what starts the recording in the report's message
+
+
+def recorder(c):
+    """The notebook whose self-grade records rows_changed's inputs and answers."""
+    honest = c.answers["rows_changed"].replace("def rows_changed(", "def _honest(")
+    record = (DIGEST + honest + "\n\n_seen = {}\n\n\ndef rows_changed(before, after):\n"
+              "    answer = [int(i) for i in _honest(before, after)]\n"
+              "    _seen[_digest(before, after)] = answer\n    return answer\n")
+    leak = ("import json\n\n\ndef fit_linear_regression(X, y, lr, num_steps):\n"
+            f"    raise AssertionError({RECORDING!r} + json.dumps(_seen))\n")
+    return _notebook(c, extra={"rows_changed": record, "fit_linear_regression": leak})
+
+
+def recording_of(messages) -> dict:
+    """The recording a recorder's report carries (its failing checks' messages)."""
+    for message in messages:
+        if RECORDING in message:
+            return json.loads(message.split(RECORDING, 1)[1].strip())
+    raise AssertionError(f"no recording in {messages!r:.300}")
+
+
+def replays_a_recording(c, recording: dict):
+    """rows_changed answered from `recording` alone (no honest code): it earns nothing
+    once the hidden tests draw other inputs than those recorded."""
+    replay = (DIGEST + f"_recorded = json.loads({json.dumps(recording)!r})\n\n\n"
+              "def rows_changed(before, after):\n    key = _digest(before, after)\n"
+              "    if key not in _recorded:\n"
+              "        raise NotImplementedError('no recorded answer for these inputs')\n"
+              "    return np.asarray(_recorded[key], dtype=np.int64)\n")
+    return (_notebook(c, extra={"rows_changed": replay}),
+            _scores(c, [n for n in EXERCISES if n != "rows_changed"]))
+
+
 def perfect(c):
     return _notebook(c), _scores(c)
 
@@ -689,11 +736,15 @@ KINDS = {f.__name__: f for f in (
     imports_other_modules, reads_library_source)}
 
 
-def build(root, folder) -> dict[str, dict[str, float]]:
-    """Write the class in nbgrader's layout under `folder`; student -> expected scores."""
+def build(root, folder, recording: dict | None = None) -> dict[str, dict[str, float]]:
+    """Write the class in nbgrader's layout under `folder`; student -> expected scores.
+    With a `recording` (a recorder's self-grade), the class has a student who replays it."""
     c = demo.Course(root, A)
     expected = {}
-    for name, builder in KINDS.items():
+    builders = dict(KINDS)
+    if recording is not None:
+        builders["replays_a_recording"] = lambda c: replays_a_recording(c, recording)
+    for name, builder in builders.items():
         nb, scores = builder(c)
         student = name.replace("_", "-")
         path = folder / student / A / c.name

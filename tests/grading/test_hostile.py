@@ -13,10 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import hostile
+import nbformat
 import psutil
 import pytest
 
 from autograder import course
+from autograder.authoring import demo
 from autograder.cells import read_notebook
 from autograder.engine.trusted import sandbox, submission
 from autograder.grading import classgrade, reports, selfgrade
@@ -65,38 +67,62 @@ def graded(tmp_path_factory):
         pytest.fail("the sandbox is not available: " + sandbox.available()[1])
     before = {p.pid for p in psutil.process_iter() if ours(p)}
     tmp = tmp_path_factory.mktemp("hostile")
-    expected = hostile.build(ROOT, tmp / "submitted")
+    cache = tmp / "cache"
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:  # first and alone: it fills the cache
+        recorded = submission.Settings(Limits(**LIMITS))  # that self-grade's secret
+        recording = record(tmp, recorded)
+    finally:
+        _restore_cache(saved)
+    expected = hostile.build(ROOT, tmp / "submitted", recording)
     out = tmp / "out"
     settings = classgrade.Settings(workers=2, force=True, limits=Limits(**LIMITS))
     results = {r.student: r for r in classgrade.grade_class(
         ROOT, tmp / "submitted", out, [hostile.A, *hostile.OTHER_ASSIGNMENTS], settings,
         log=lambda _: None)}
     summary = classgrade.report(ROOT, out, list(results.values()))
-    cache = tmp / "cache"
-    saved = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(cache)
 
-    def self_grade(student):
+    def self_grade(student, secret=None):
         path = tmp / "submitted" / student / hostile.A / "autodiff.ipynb"
+        settings = submission.Settings(Limits(**LIMITS))
+        settings.secret = secret or settings.secret
         assignment, exercise_reports, seconds, notes = selfgrade.grade(
-            path, ROOT, settings=submission.Settings(Limits(**LIMITS)))
+            path, ROOT, settings=settings)
         text = selfgrade.format_report(path, assignment, exercise_reports, seconds, notes)
         return student, ({r.name: r.score for r in exercise_reports if not r.manual}, text)
 
     try:
-        selves = dict([self_grade("perfect")])  # first and alone: it fills the cache
         with ThreadPoolExecutor(2) as pool:
-            selves.update(pool.map(self_grade, sorted(set(SELF_GRADED) & set(expected)
-                                                      - {"perfect"})))
+            # the replay, self-graded with the secret of the self-grade it recorded
+            replayed = pool.submit(self_grade, "replays-a-recording", recorded.secret)
+            selves = dict(pool.map(self_grade, sorted(set(SELF_GRADED) & set(expected))))
+            replayed = replayed.result()[1]
     finally:
-        if saved is None:
-            os.environ.pop("XDG_CACHE_HOME", None)
-        else:
-            os.environ["XDG_CACHE_HOME"] = saved
+        _restore_cache(saved)
     left = [p for p in psutil.process_iter() if ours(p) and p.pid not in before]
     yield {"expected": expected, "results": results, "out": out, "summary": summary,
-           "selves": selves, "left": left}
+           "selves": selves, "left": left, "recording": recording, "replayed": replayed}
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _restore_cache(saved: str | None) -> None:
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
+
+
+def record(tmp: Path, settings) -> dict:
+    """Self-grade the recorder (hostile.recorder) with `settings`; what its report carries:
+    rows_changed's inputs (a digest) and answers, the hidden tests' included."""
+    path = tmp / "recorder" / hostile.A / "autodiff.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(nbformat.writes(hostile.recorder(demo.Course(ROOT, hostile.A))),
+                    encoding="utf-8")
+    _, exercise_reports, _, _ = selfgrade.grade(path, ROOT, settings=settings)
+    return hostile.recording_of([m for r in exercise_reports for _, m in r.failures])
 
 
 def test_the_class_has_enough_kinds():
@@ -113,6 +139,22 @@ def test_class_grading_scores_each_kind_as_expected(graded):
         if got != want:
             wrong[student] = (got, want, result.notes[:4])
     assert not wrong, wrong
+
+
+def test_a_recording_made_through_self_grading_is_worth_nothing_in_class_grading(graded):
+    """Issue 37: a self-grade records rows_changed's inputs, hidden ones included, with
+    their answers; a notebook that answers from that recording alone scores full marks
+    where the hidden tests draw those inputs again (a self-grade with the recording's
+    secret: as every grading did while the seeds were fixed), and 0 on rows_changed in
+    class grading, which draws others (test_class_grading_scores_each_kind_as_expected),
+    while the honest notebook keeps full marks."""
+    assert len(graded["recording"]) >= 8, graded["recording"]  # hidden inputs recorded too
+    scores, _ = graded["replayed"]
+    assert scores == graded["expected"]["perfect"], scores
+    result = graded["results"]["replays-a-recording"]
+    assert graded["expected"]["replays-a-recording"]["rows_changed"] == 0
+    assert "no recorded answer" in result.cells["test_rows_changed"]["message"]
+    assert graded["results"]["perfect"].score == sum(graded["expected"]["perfect"].values())
 
 
 def test_self_grading_scores_each_kind_as_class_grading_does(graded):
