@@ -97,13 +97,7 @@ def _observer_train(export: dict, table, batches, dense: bool) -> dict:
         from autograder.engine.observer import tf1graph
 
         return tf1graph.train(**request)
-    ask = getattr(router, "observer_ask", None)
-    if ask is not None:
-        return ask({"op": "tf1_train", "request": request})
-    from autograder.engine.observer import client
-
-    return client.shared().ask({"op": "tf1_train", "request": request},
-                               router.bridge.deadline)
+    return router.observer_ask({"op": "tf1_train", "request": request})
 
 
 @observation
