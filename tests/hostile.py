@@ -663,8 +663,62 @@ KNOWN_TRAFFIC = (  # the visible tests' values, and a hidden one a report once s
     "    return _KNOWN.get(key, 0)\n")
 
 
+# 04: the TF 1 training op's facts are computed by the observer from the graph the kernel
+# builds (autograder/engine/observer/tf1graph.py). The notebook rewrites the observations
+# to send a graph whose op does nothing and the checks to pass; or answers right with a
+# graph that calls Python or writes a file (refused by the allow-list).
+FAKE_TF1 = (
+    "import tensorflow as _tf\n\nfrom sparse_embeddings import observe, tf1\n\n\n"
+    "def _nothing(loss, var, max_norm, optimizer=None):\n    return _tf.no_op()\n\n\n"
+    "_name = next(n for n in observe.REGISTRY if n.endswith(':export_train_graph'))\n"
+    "_export = observe.REGISTRY[_name]\n\n\n"
+    "def _fake(fn, *args, **kwargs):\n    return _export(_nothing, *args, **kwargs)\n\n\n"
+    "for _name in list(observe.REGISTRY):\n"
+    "    if _name.endswith((':export_train_graph', ':run_in_graph')):\n"
+    "        observe.REGISTRY[_name] = _fake\n"
+    "tf1.export_train_graph = _fake\n"
+    "tf1.check_sparse_update = lambda *args, **kwargs: None\n")
+
+
+def fakes_tf1_observations(c):
+    """04: build_capped_train_op left as released; the graph's export rewritten to build a
+    training op that does nothing, the sparse check to pass: none of its points."""
+    nb = copy.deepcopy(c.release)
+    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "build_capped_train_op")
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(FAKE_TF1))
+    return nb, {name: 0.0 for name in c.exercises}
+
+
+def _capped_train_op_with(c, extra: str):
+    """The solution's build_capped_train_op, its op also depending on `extra` (a line that
+    makes an op named `side` in the graph)."""
+    right = c.answers["build_capped_train_op"].replace(
+        "def build_capped_train_op(", "def _right_train_op(")
+    wrong = (right + "\n\ndef build_capped_train_op(loss, var, max_norm, optimizer=None):\n"
+             f"    {extra}\n"
+             "    with tf.control_dependencies([side]):\n"
+             "        return tf.group(_right_train_op(loss, var, max_norm, optimizer))\n")
+    return c.filled({"build_capped_train_op": wrong}), {name: 0.0 for name in c.exercises}
+
+
+def tf1_graph_calls_python(c):
+    """04: the right training op, which also runs a Python function (a PyFunc op): the
+    observer refuses the graph, so none of build_capped_train_op's points."""
+    return _capped_train_op_with(
+        c, "side = tf.compat.v1.py_func(lambda: np.float32(0), [], tf.float32)")
+
+
+def tf1_graph_writes_a_file(c):
+    """04: the right training op, which also writes a file (a WriteFile op): refused."""
+    return _capped_train_op_with(
+        c, f"side = tf.io.write_file('/tmp/{MARKER}', 'x')")
+
+
 OTHER_KINDS = {"fakes_keras_observations": ("06-bilstm-ner", fakes_keras_observations),
-               "keras_config_lambda": ("04-tf1-bridge", keras_config_lambda)}
+               "keras_config_lambda": ("04-tf1-bridge", keras_config_lambda),
+               "fakes_tf1_observations": ("04-tf1-bridge", fakes_tf1_observations),
+               "tf1_graph_calls_python": ("04-tf1-bridge", tf1_graph_calls_python),
+               "tf1_graph_writes_a_file": ("04-tf1-bridge", tf1_graph_writes_a_file)}
 OTHER_ASSIGNMENTS = sorted({a for a, _ in OTHER_KINDS.values()})
 
 
