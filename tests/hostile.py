@@ -663,6 +663,19 @@ KNOWN_TRAFFIC = (  # the visible tests' values, and a hidden one a report once s
     "    return _KNOWN.get(key, 0)\n")
 
 
+def fakes_cluster_observations(c):
+    """07: sharded_lookup computing nothing (zeros) and step_traffic_bytes answering only
+    the values it knows; the cluster's observations rewritten to report what the tests
+    wanted, and the lookup's export replaced by a graph that hides its whole reads."""
+    wrong = {"sharded_lookup": ("def sharded_lookup(shards, ids):\n"
+                                "    return tf.zeros([tf.size(ids), shards[0].shape[1]])\n"),
+             "step_traffic_bytes": KNOWN_TRAFFIC}
+    nb = c.filled(wrong)
+    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "sharded_lookup")
+    nb.cells.insert(first, nbformat.v4.new_code_cell(FAKE_CLUSTER))
+    return nb, {name: 0.0 for name in c.exercises}
+
+
 # 04: the TF 1 training op's facts are computed by the observer from the graph the kernel
 # builds (autograder/engine/observer/tf1graph.py). The notebook rewrites the observations
 # to send a graph whose op does nothing and the checks to pass; or answers right with a
@@ -715,6 +728,8 @@ def tf1_graph_writes_a_file(c):
 
 
 OTHER_KINDS = {"fakes_keras_observations": ("06-bilstm-ner", fakes_keras_observations),
+               "fakes_cluster_observations": ("07-embeddings-at-scale",
+                                              fakes_cluster_observations),
                "keras_config_lambda": ("04-tf1-bridge", keras_config_lambda),
                "fakes_tf1_observations": ("04-tf1-bridge", fakes_tf1_observations),
                "tf1_graph_calls_python": ("04-tf1-bridge", tf1_graph_calls_python),
