@@ -21,6 +21,11 @@ layout of `tf.distribute.experimental.partitioners.FixedShardsPartitioner`),
 `lookup` (a table read shard by shard, unique ids only, counting the bytes of the
 tensors that cross to and from the parameter servers), `make_train_step` and
 `predicted_traffic`, the library version of the notebook's `step_traffic_bytes`.
+
+What 07's tests rest on is computed outside the learner's Python: `measured_traffic` runs
+the library's own step where the test runs, on shards of its own, and `lookup_facts` runs
+the graph of a learner's lookup (traced in the kernel by `lookup_export`) in the grader's
+observer, on the test's values (`autograder.engine.observer.shards`).
 """
 
 from __future__ import annotations
@@ -48,10 +53,9 @@ __all__ = [
     "lookup",
     "make_train_step",
     "predicted_traffic",
-    "rows_per_shard",
-    "traffic_on_worker",
-    "lookup_on_worker",
-    "shard_gradient_rows_on_worker",
+    "measured_traffic",
+    "lookup_export",
+    "lookup_facts",
 ]
 
 HOST = "localhost"
@@ -447,95 +451,120 @@ def predicted_traffic(ids, num_rows: int, dim: int, sparse: bool = True,
     return 2 * unique * (dim * value_bytes + id_bytes)
 
 
-# ---------------------------------------------------------------------------------------
-# Observations for notebook 07's tests: a learner's function run on the cluster, data back
-# ---------------------------------------------------------------------------------------
+class _Shards:
+    """The shards of a table as `make_train_step` reads them (`.variables`), made here."""
 
-def _on_worker(coordinator, function, args):
-    """`coordinator.schedule(function, args=args).fetch()`, leaving the coordinator clean.
+    def __init__(self, variables):
+        self.variables = variables
 
-    A `ClusterCoordinator` keeps the error of a failed step and raises it again at the next
-    `schedule` or `join`, whatever that next step is: one test whose function failed would
-    fail the next test too. `join()` raises, and drops, such a leftover error. A failure
-    reaches the caller as its exception only: the coordinator's own log of it (the same
-    error, at ERROR level, several times) is held back."""
-    import logging
 
+_MEASURING: dict = {}  # (num_rows, dim, num_shards, sparse) -> a step of make_train_step
+
+
+def measured_traffic(pairs, num_rows: int, dim: int, sparse: bool = True,
+                     num_shards: int = 4) -> dict[str, int]:
+    """The bytes each kind of tensor moved in one step of `make_train_step` of `pairs`
+    (batch, 2), run in this process on a table of its own: `num_rows` x `dim` zeros cut
+    into `num_shards` shards as `FixedShardsPartitioner` cuts them, with `LazyAdam`.
+    {"ids": ..., "rows": ..., "grad": ...}, counted from the tensors the step passes.
+
+    No cluster is started: the tensors a worker sends to and receives from the parameter
+    servers are the same wherever the shards live (tests/library/test_cluster.py holds
+    these counts equal to a step's on a real cluster). The tests of notebook 07 measure
+    with it in the grader, on variables the notebook's code never reaches.
+    """
     import tensorflow as tf
 
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        try:
-            coordinator.join()
-        except Exception:  # an earlier step's error, reported where it happened
-            pass
-        try:
-            return coordinator.schedule(function, args=args).fetch()
-        except Exception:
-            try:
-                coordinator.join()
-            except Exception:  # a leftover of the error raised below
-                pass
-            raise
-    finally:
-        logger.setLevel(level)
+    from sparse_embeddings.optimizers import LazyAdam
 
-
-@observation
-def traffic_on_worker(coordinator, step, pairs, scores=None) -> dict[str, int]:
-    """The bytes each kind of tensor moved in one `step` (from `make_train_step`) of
-    `pairs` (batch, 2) on a worker: {"ids": ..., "rows": ..., "grad": ...}. `scores`
-    default to ones."""
-    import tensorflow as tf
-
-    pairs = np.asarray(pairs, np.int64)
-    if scores is None:
-        scores = np.ones(len(pairs), np.float32)
-    _, traffic = _on_worker(coordinator, step, (tf.constant(pairs),
-                                                tf.constant(np.asarray(scores, np.float32))))
+    key = (int(num_rows), int(dim), int(num_shards), bool(sparse))
+    if key not in _MEASURING:
+        shards = _Shards([tf.Variable(tf.zeros([size, key[1]]))
+                          for size in shard_sizes(key[0], key[2])])
+        optimizer = LazyAdam(0.01)
+        optimizer.build(shards.variables)
+        step = make_train_step(tf.distribute.get_strategy(), shards, optimizer,
+                               sparse=key[3])
+        _MEASURING[key] = step.get_concrete_function(  # traced once, for any batch size
+            tf.TensorSpec([None, 2], tf.int64), tf.TensorSpec([None], tf.float32))
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    _, traffic = _MEASURING[key](tf.constant(pairs), tf.ones([len(pairs)], tf.float32))
     return {name: int(value) for name, value in traffic.items()}
 
 
-@observation
-def rows_per_shard(strategy, num_rows: int) -> list[np.ndarray]:
-    """The row ids each shard holds when `strategy` makes a table of `num_rows` rows."""
-    import tensorflow as tf
-
-    with strategy.scope():
-        table = tf.Variable(tf.reshape(tf.range(num_rows, dtype=tf.float32), [-1, 1]))
-    return [v.numpy().ravel().astype(np.int64) for v in table.variables]
-
+# ---------------------------------------------------------------------------------------
+# Notebook 07's tests: a learner's lookup traced to a graph, run by the observer
+# ---------------------------------------------------------------------------------------
 
 @observation
-def lookup_on_worker(coordinator, strategy, lookup_fn, table, ids):
-    """`lookup_fn(table.variables, ids)` run by a worker in a step scheduled on the
-    cluster; the rows it returned."""
+def lookup_export(lookup_fn, shapes, dtype: str = "int64", rank: int = 1) -> dict:
+    """`lookup_fn(shards, ids)` traced by `tf.function` over shards made here (float32
+    zeros of `shapes`) for ids of `dtype` and `rank` (any sizes), as data: {"graph": the
+    GraphDef's bytes (uint8 array), "ids": its ids' placeholder, "outputs": [the rows'
+    tensor], "variables": [[placeholder, shard index], ...] for each shard it reads,
+    "constants": [[placeholder, array], ...] for tensors it captured from outside}.
+    While a notebook is graded, the kernel runs this; the values of the test's shards
+    never reach it (`autograder.engine.observer.shards`)."""
     import tensorflow as tf
 
-    @tf.function
-    def read(ids):
-        return strategy.run(lambda i: lookup_fn(table.variables, i), args=(ids,))
+    shards = [tf.Variable(tf.zeros([int(n) for n in shape]), name=f"shard_{k}")
+              for k, shape in enumerate(shapes)]
+    traced = tf.function(lambda ids: lookup_fn(shards, ids)).get_concrete_function(
+        tf.TensorSpec([None] * int(rank), tf.as_dtype(dtype)))
+    which = {id(shard.handle): k for k, shard in enumerate(shards)}
+    variables, constants = [], []
+    for external, internal in traced.graph.captures:
+        if external.dtype == tf.resource:
+            if id(external) not in which:
+                raise ValueError("the lookup reads a variable other than the shards it is "
+                                 "given; read only the shards")
+            variables.append([internal.name, which[id(external)]])
+        else:
+            constants.append([internal.name, np.asarray(external)])
+    if len(traced.outputs) != 1:
+        raise ValueError(f"the lookup returned {len(traced.outputs)} tensors; expected one, "
+                         "the rows")
+    graph = traced.graph.as_graph_def().SerializeToString()
+    return {"graph": np.frombuffer(graph, np.uint8), "ids": traced.inputs[0].name,
+            "outputs": [traced.outputs[0].name], "variables": variables,
+            "constants": constants}
 
-    return _on_worker(coordinator, read, (tf.constant(ids, tf.int64),))
+
+def _run_graph(request: dict) -> dict:
+    """`graphs.run(request)`: in the observer's process while a notebook is graded (within
+    the test's deadline), here otherwise (JupyterLab)."""
+    from sparse_embeddings import observe
+
+    router = observe.router()
+    if router is None:
+        from autograder.engine.observer import graphs
+
+        return graphs.run(request)
+    from autograder.engine.observer import client
+
+    return client.shared().run(request, router.bridge.deadline)
 
 
-@observation
-def shard_gradient_rows_on_worker(coordinator, strategy, lookup_fn, table, ids):
-    """On a worker, the gradient of `sum(lookup_fn(table.variables, ids))` with respect to
-    each shard: the rows each shard's gradient names ([-1] for a dense gradient)."""
-    import tensorflow as tf
+def lookup_facts(lookup_fn, shards, ids) -> dict:
+    """What notebook 07's tests assert of a learner's `lookup_fn(shards, ids)`: it is
+    traced by `tf.function` (as a worker runs it) over shards of the shapes of `shards`
+    (variables or arrays, in order), and the graph is run on the values of `shards` with
+    `ids`, outside the learner's Python (`autograder.engine.observer.shards`).
 
-    @tf.function
-    def shard_gradients(ids):
-        def replica(ids):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_sum(lookup_fn(table.variables, ids))
-            grads = tape.gradient(loss, table.variables)
-            return [tf.cast(g.indices, tf.int64) if isinstance(g, tf.IndexedSlices)
-                    else tf.constant([-1], tf.int64) for g in grads]
-        return strategy.run(replica, args=(ids,))
+    Returns {"rows": the rows it returned, "shard_rows": per shard, the rows its gradient
+    names, in order ([-1]: a dense gradient; None: no gradient), "read": per shard, the
+    rows read from it (a row read twice is there twice; a shard read whole gives all its
+    rows), "whole_reads": how many times a shard is read whole, "op_types": the graph's
+    op types}.
+    """
+    from autograder.engine.observer import shards as observed
 
-    found = _on_worker(coordinator, shard_gradients, (tf.constant(ids, tf.int64),))
-    return [np.asarray(i) for i in found]
+    values = [np.asarray(s.numpy() if hasattr(s, "numpy") else s, np.float32) for s in shards]
+    ids = np.asarray(ids.numpy() if hasattr(ids, "numpy") else ids)
+    export = lookup_export(lookup_fn, [list(v.shape) for v in values], ids.dtype.name,
+                           ids.ndim)
+    try:
+        request = observed.request(export, values, ids)
+    except observed.BadExport as error:
+        raise ValueError(f"the traced lookup cannot be run: {error}") from None
+    return observed.facts(_run_graph(request), request, export, [len(v) for v in values])
