@@ -509,6 +509,52 @@ def floods_in_a_test(c):
             _scores(c, [n for n in EXERCISES if n != "numerical_gradient"]))
 
 
+# --- a recording of the hidden inputs, replayed (issue 37) --------------------------------
+
+# A student's function sees the inputs a hidden test gives it. The recorder answers
+# rows_changed honestly and remembers each call's inputs (a digest) with its answer; its
+# fit_linear_regression, whose tests run later, raises them into the self-grade's report.
+# The replay answers rows_changed from that recording alone: full marks wherever the
+# hidden tests draw the inputs they drew when recorded, none where they draw others.
+DIGEST = ("import hashlib\nimport json\n\n\n"
+          "def _digest(before, after):\n    h = hashlib.sha256()\n"
+          "    for x in (before, after):\n        a = np.ascontiguousarray(np.asarray(x))\n"
+          "        h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())\n"
+          "    return h.hexdigest()[:16]\n\n\n")
+RECORDING = "RECORDING "  # what starts the recording in the report's message
+
+
+def recorder(c):
+    """The notebook whose self-grade records rows_changed's inputs and answers."""
+    honest = c.answers["rows_changed"].replace("def rows_changed(", "def _honest(")
+    record = (DIGEST + honest + "\n\n_seen = {}\n\n\ndef rows_changed(before, after):\n"
+              "    answer = [int(i) for i in _honest(before, after)]\n"
+              "    _seen[_digest(before, after)] = answer\n    return answer\n")
+    leak = ("import json\n\n\ndef fit_linear_regression(X, y, lr, num_steps):\n"
+            f"    raise AssertionError({RECORDING!r} + json.dumps(_seen))\n")
+    return _notebook(c, extra={"rows_changed": record, "fit_linear_regression": leak})
+
+
+def recording_of(messages) -> dict:
+    """The recording a recorder's report carries (its failing checks' messages)."""
+    for message in messages:
+        if RECORDING in message:
+            return json.loads(message.split(RECORDING, 1)[1].strip())
+    raise AssertionError(f"no recording in {messages!r:.300}")
+
+
+def replays_a_recording(c, recording: dict):
+    """rows_changed answered from `recording` alone (no honest code): it earns nothing
+    once the hidden tests draw other inputs than those recorded."""
+    replay = (DIGEST + f"_recorded = json.loads({json.dumps(recording)!r})\n\n\n"
+              "def rows_changed(before, after):\n    key = _digest(before, after)\n"
+              "    if key not in _recorded:\n"
+              "        raise NotImplementedError('no recorded answer for these inputs')\n"
+              "    return np.asarray(_recorded[key], dtype=np.int64)\n")
+    return (_notebook(c, extra={"rows_changed": replay}),
+            _scores(c, [n for n in EXERCISES if n != "rows_changed"]))
+
+
 # --- the library's versions of an exercise, sought in the sandbox (issue 37) ---------------
 
 # rows_changed is 01's exercise and the library has a version of it (checks.rows_changed).
@@ -676,10 +722,71 @@ def fakes_cluster_observations(c):
     return nb, {name: 0.0 for name in c.exercises}
 
 
+# 03 and 05: observations of a function are computed by the observer from the graph the
+# kernel exports (autograder/engine/observer/). The notebook rewrites every observation to
+# report the right answer, and the export to send a graph that calls Python or reads a
+# file (refused by the allow-list), or one that allocates without bound (stopped).
+FAKE_GRAPHS = (
+    "import numpy as _np\nimport tensorflow as _tf\n\nfrom sparse_embeddings import observe\n\n\n"
+    "def _right(target, mask):\n"
+    "    mask = _tf.cast(mask, target.dtype)\n"
+    "    return _tf.stop_gradient((1.0 - mask) * target) + mask * target\n\n\n"
+    "def _gradients(fn, *args, sources=(0,), upstream=None, reduce='sum', **kwargs):\n"
+    "    target, mask = args[0], args[1]\n"
+    "    with _tf.GradientTape() as tape:\n"
+    "        tape.watch(target)\n        out = _right(target, mask)\n"
+    "        loss = _tf.reduce_sum(out ** 2 if reduce == 'sum_squares' else\n"
+    "                              out * (1.0 if upstream is None else upstream))\n"
+    "    return out, [tape.gradient(loss, target)]\n\n\n"
+    "def _python_graph(target, mask):\n"
+    "    _tf.io.read_file('/etc/hostname')\n"
+    "    got = _tf.py_function(lambda t, m: _right(t, m), [target, mask], target.dtype)\n"
+    "    return _tf.reshape(got, _tf.shape(target))\n\n\n"
+    "_export = observe.REGISTRY['sparse_embeddings.observe:export']\n"
+    "for _name in list(observe.REGISTRY):\n"
+    "    observe.REGISTRY[_name] = _gradients\n"
+    "observe.gradients = observe.in_tf_function = _gradients\n"
+    "observe.REGISTRY['sparse_embeddings.observe:export'] = \\\n"
+    "    lambda fn, *a, **k: _export(_python_graph, *a, **k)\n"
+    "observe.export = observe.REGISTRY['sparse_embeddings.observe:export']\n")
+
+
+def fakes_graph_observations(c):
+    """03: entry_stop_gradients left as released; every observation rewritten to compute
+    the right answer in the kernel, the export rewritten to send a graph that calls Python
+    and reads a file: none of entry_stop_gradients' points."""
+    nb = copy.deepcopy(c.release)
+    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "entry_stop_gradients")
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(FAKE_GRAPHS))
+    return nb, {name: 0.0 for name in c.exercises}
+
+
+ALLOCATES = (
+    "import tensorflow as _tf\n\nfrom sparse_embeddings import observe\n\n"
+    "_export = observe.REGISTRY['sparse_embeddings.observe:export']\n\n\n"
+    "def _allocating(fn):\n"
+    "    def graph(*args, **kwargs):\n"
+    "        huge = _tf.fill(_tf.stack([_tf.size(args[0]) * 2**14, 2**16, 64]), 1.0)\n"
+    "        return fn(*args, **kwargs) + 0.0 * _tf.reduce_sum(huge)\n"
+    "    return graph\n\n\n"
+    "observe.REGISTRY['sparse_embeddings.observe:export'] = \\\n"
+    "    lambda fn, *a, **k: _export(_allocating(fn), *a, **k)\n")
+
+
+def graph_allocates(c):
+    """05: masked_cross_entropy right, but the graph it exports allocates terabytes: the
+    observer is stopped (its memory or the test's deadline), the grader goes on, and the
+    tests that observe it fail, so none of masked_cross_entropy's points."""
+    nb = c.filled({"masked_cross_entropy": c.answers["masked_cross_entropy"]})
+    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "masked_cross_entropy")
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(ALLOCATES))
+    return nb, {name: 0.0 for name in c.exercises}
+
+
 # 04: the TF 1 training op's facts are computed by the observer from the graph the kernel
 # builds (autograder/engine/observer/tf1graph.py). The notebook rewrites the observations
 # to send a graph whose op does nothing and the checks to pass; or answers right with a
-# graph that calls Python or writes a file (refused by the allow-list).
+# graph that calls Python and writes a file (refused by the allow-list).
 FAKE_TF1 = (
     "import tensorflow as _tf\n\nfrom sparse_embeddings import observe, tf1\n\n\n"
     "def _nothing(loss, var, max_norm, optimizer=None):\n    return _tf.no_op()\n\n\n"
@@ -702,85 +809,29 @@ def fakes_tf1_observations(c):
     return nb, {name: 0.0 for name in c.exercises}
 
 
-def _capped_train_op_with(c, extra: str):
-    """The solution's build_capped_train_op, its op also depending on `extra` (a line that
-    makes an op named `side` in the graph)."""
+def tf1_graph_calls_python(c):
+    """04: the right training op, which also runs a Python function (a PyFunc op) and
+    writes a file (a WriteFile op): the observer refuses the graph, so none of
+    build_capped_train_op's points (each op alone: tests/engine/test_observer_tf1.py)."""
     right = c.answers["build_capped_train_op"].replace(
         "def build_capped_train_op(", "def _right_train_op(")
     wrong = (right + "\n\ndef build_capped_train_op(loss, var, max_norm, optimizer=None):\n"
-             f"    {extra}\n"
-             "    with tf.control_dependencies([side]):\n"
+             "    python = tf.compat.v1.py_func(lambda: np.float32(0), [], tf.float32)\n"
+             f"    written = tf.io.write_file('/tmp/{MARKER}', 'x')\n"
+             "    with tf.control_dependencies([python, written]):\n"
              "        return tf.group(_right_train_op(loss, var, max_norm, optimizer))\n")
     return c.filled({"build_capped_train_op": wrong}), {name: 0.0 for name in c.exercises}
-
-
-def tf1_graph_calls_python(c):
-    """04: the right training op, which also runs a Python function (a PyFunc op): the
-    observer refuses the graph, so none of build_capped_train_op's points."""
-    return _capped_train_op_with(
-        c, "side = tf.compat.v1.py_func(lambda: np.float32(0), [], tf.float32)")
-
-
-def tf1_graph_writes_a_file(c):
-    """04: the right training op, which also writes a file (a WriteFile op): refused."""
-    return _capped_train_op_with(
-        c, f"side = tf.io.write_file('/tmp/{MARKER}', 'x')")
 
 
 OTHER_KINDS = {"fakes_keras_observations": ("06-bilstm-ner", fakes_keras_observations),
                "fakes_cluster_observations": ("07-embeddings-at-scale",
                                               fakes_cluster_observations),
                "keras_config_lambda": ("04-tf1-bridge", keras_config_lambda),
+               "fakes_graph_observations": ("03-sparse-updates", fakes_graph_observations),
+               "graph_allocates": ("05-tweets-to-tensors", graph_allocates),
                "fakes_tf1_observations": ("04-tf1-bridge", fakes_tf1_observations),
-               "tf1_graph_calls_python": ("04-tf1-bridge", tf1_graph_calls_python),
-               "tf1_graph_writes_a_file": ("04-tf1-bridge", tf1_graph_writes_a_file)}
+               "tf1_graph_calls_python": ("04-tf1-bridge", tf1_graph_calls_python)}
 OTHER_ASSIGNMENTS = sorted({a for a, _ in OTHER_KINDS.values()})
-
-
-# --- a recording of the hidden inputs, replayed (issue 37) --------------------------------
-
-# A student's function sees the inputs a hidden test gives it. The recorder answers
-# rows_changed honestly and remembers each call's inputs (a digest) with its answer; its
-# fit_linear_regression, whose tests run later, raises them into the self-grade's report.
-# The replay answers rows_changed from that recording alone: full marks wherever the
-# hidden tests draw the inputs they drew when recorded, none where they draw others.
-DIGEST = ("import hashlib\nimport json\n\n\n"
-          "def _digest(before, after):\n    h = hashlib.sha256()\n"
-          "    for x in (before, after):\n        a = np.ascontiguousarray(np.asarray(x))\n"
-          "        h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())\n"
-          "    return h.hexdigest()[:16]\n\n\n")
-RECORDING = "RECORDING "  # what starts the recording in the report's message
-
-
-def recorder(c):
-    """The notebook whose self-grade records rows_changed's inputs and answers."""
-    honest = c.answers["rows_changed"].replace("def rows_changed(", "def _honest(")
-    record = (DIGEST + honest + "\n\n_seen = {}\n\n\ndef rows_changed(before, after):\n"
-              "    answer = [int(i) for i in _honest(before, after)]\n"
-              "    _seen[_digest(before, after)] = answer\n    return answer\n")
-    leak = ("import json\n\n\ndef fit_linear_regression(X, y, lr, num_steps):\n"
-            f"    raise AssertionError({RECORDING!r} + json.dumps(_seen))\n")
-    return _notebook(c, extra={"rows_changed": record, "fit_linear_regression": leak})
-
-
-def recording_of(messages) -> dict:
-    """The recording a recorder's report carries (its failing checks' messages)."""
-    for message in messages:
-        if RECORDING in message:
-            return json.loads(message.split(RECORDING, 1)[1].strip())
-    raise AssertionError(f"no recording in {messages!r:.300}")
-
-
-def replays_a_recording(c, recording: dict):
-    """rows_changed answered from `recording` alone (no honest code): it earns nothing
-    once the hidden tests draw other inputs than those recorded."""
-    replay = (DIGEST + f"_recorded = json.loads({json.dumps(recording)!r})\n\n\n"
-              "def rows_changed(before, after):\n    key = _digest(before, after)\n"
-              "    if key not in _recorded:\n"
-              "        raise NotImplementedError('no recorded answer for these inputs')\n"
-              "    return np.asarray(_recorded[key], dtype=np.int64)\n")
-    return (_notebook(c, extra={"rows_changed": replay}),
-            _scores(c, [n for n in EXERCISES if n != "rows_changed"]))
 
 
 def perfect(c):
@@ -803,6 +854,12 @@ KINDS = {f.__name__: f for f in (
     fakes_observations, zeroes_the_variables, probes_the_requests, crafted_messages,
     floods_buffers, floods_other_cells, floods_in_a_test, calls_a_private_twin,
     imports_other_modules, reads_library_source)}
+
+
+def assignment_of(student: str) -> str:
+    """The assignment a kind of the class submitted (its student's name)."""
+    other = OTHER_KINDS.get(student.replace("-", "_"))
+    return other[0] if other else A
 
 
 def build(root, folder, recording: dict | None = None) -> dict[str, dict[str, float]]:
