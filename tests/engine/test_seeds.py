@@ -8,10 +8,13 @@ import re
 
 import pytest
 
+from autograder import course
+from autograder.cells import grade_id, read_notebook
 from autograder.engine.trusted import sandbox, seeds, submission
 from autograder.engine.trusted import testcells as trusted
 from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
+from conftest import ROOT
 from sparse_embeddings import checks
 
 IMPORTS = "import numpy as np\nfrom sparse_embeddings import checks"
@@ -69,6 +72,25 @@ for top in [os.path.expanduser("~"), "/tmp"] if WALK else []:  # unsandboxed: th
                 pass
 print(_places, " ".join(sorted(_found)))
 """
+
+
+
+
+def test_every_hidden_test_draws_its_inputs_from_the_run_s_secret():
+    """No hidden test of any notebook has inputs that are the same at every grading: each
+    hidden block seeds a generator with `checks.hidden_seed` and draws from it (so what a
+    submission records at one grading is worth nothing at the next)."""
+    fixed = []
+    for assignment in course.assignments(ROOT):
+        for path in course.solution_notebooks(ROOT, assignment):
+            for cell in read_notebook(path).cells:
+                for block in submission.hidden_parts(cell.source):
+                    rng = r"np\.random\.default_rng\(checks\.hidden_seed\(\d+\)\)"
+                    named = re.search(rf"(\w+) = {rng}\n", block)
+                    if not (re.search(rf"{rng}\.\w+\(", block) or named and re.search(
+                            rf"\b{named.group(1)}\.\w+\(", block)):
+                        fixed.append(f"{assignment} {grade_id(cell)}")
+    assert not fixed, fixed
 
 
 @pytest.mark.slow
