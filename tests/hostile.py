@@ -1,5 +1,5 @@
-"""A hostile class of 01-autodiff: submissions that attack the grader, each with the score
-per exercise it must get.
+"""A hostile class: submissions that attack the grader, each with the score per exercise it
+must get (`KINDS` on 01-autodiff, `OTHER_KINDS` on the notebooks 03 to 07 they attack).
 
 Every kind starts from the release with some answers filled from the solution. An answer
 left as released raises NotImplementedError, so its tests fail: an attack that turned a
