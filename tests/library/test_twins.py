@@ -95,6 +95,7 @@ INPUTS = {
     "extract_spans": ["args = (['B-person', 'I-person', 'O', 'I-loc', 'B-x'],); state = []"],
     "precision_recall_f1": ["args = ([['B-person', 'I-person', 'O', 'B-loc']], "
                             "[['B-person', 'O', 'O', 'B-loc']]); state = []"],
+    "build_bilstm_tagger": ["args = (50, 6, 7, 3, 0.5); state = []"],
     "shard_of": ["args = (np.array([0, 3, 4, 9, 6]), 10, 3); state = []"],
     "step_traffic_bytes": ["args = (np.array([1, 5, 1, 7]), 100, 8); state = []"],
     "sharded_lookup": ["shards = [tf.Variable(np.arange(n * 3, dtype=np.float32).reshape(n, 3)"
@@ -105,6 +106,7 @@ INPUTS = {
 PROBE = r"""
 import importlib, json, sys, pkgutil
 sys.path.insert(0, sys.argv[1])
+import keras
 import numpy as np
 import tensorflow as tf
 import sparse_embeddings
@@ -121,6 +123,9 @@ def plain(value, depth=0):
         return None
     if isinstance(value, tf.IndexedSlices):
         return ["slices", plain(value.indices), plain(value.values)]
+    if isinstance(value, keras.Model):  # a model: its layers' kinds, its weights' shapes
+        return ["model", [type(layer).__name__ for layer in value.layers],
+                [list(w.shape) for w in value.weights]]
     if isinstance(value, (tf.Tensor, tf.Variable)):
         value = value.numpy()
     if isinstance(value, np.ndarray):
