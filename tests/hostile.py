@@ -25,6 +25,14 @@ EXERCISES = ("sgd_step", "numerical_gradient", "gradients_or_zeros", "rows_chang
              "fit_linear_regression")
 
 
+def _insert(nb, source: str, at: str, offset: int = 1):
+    """`source` as a new code cell of `nb`, after the cell whose grade id is `at` (before it
+    with offset 0)."""
+    index = next(i for i, x in enumerate(nb.cells) if grade_id(x) == at)
+    nb.cells.insert(index + offset, nbformat.v4.new_code_cell(source))
+    return nb
+
+
 def _notebook(c: demo.Course, answered=EXERCISES, extra: dict | None = None,
               after: str = "sgd_step", cell: str | None = None):
     """The release with `answered` filled from the solution, answer sources replaced by
@@ -32,10 +40,7 @@ def _notebook(c: demo.Course, answered=EXERCISES, extra: dict | None = None,
     answers = {n: c.answers[n] for n in answered}
     answers.update(extra or {})
     nb = c.filled(answers)
-    if cell is not None:
-        index = next(i for i, x in enumerate(nb.cells) if grade_id(x) == after)
-        nb.cells.insert(index + 1, nbformat.v4.new_code_cell(cell))
-    return nb
+    return nb if cell is None else _insert(nb, cell, after)
 
 
 def _scores(c: demo.Course, full=EXERCISES) -> dict[str, float]:
@@ -47,8 +52,7 @@ def _blank_but(c, cell):
     so that every test meets the attack."""
     others = [n for n in EXERCISES if n != "sgd_step"]
     nb = _notebook(c, others)
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "sgd_step")
-    nb.cells.insert(first, nbformat.v4.new_code_cell(cell))
+    _insert(nb, cell, "sgd_step", 0)
     return nb, _scores(c, others)
 
 
@@ -655,8 +659,7 @@ def fakes_keras_observations(c):
         "train_step": ("def train_step(model, optimizer, batch, clip_norm=5.0):\n"
                        "    return tf.constant(1.0)\n")}
     nb = c.filled(wrong)
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "build_tagger")
-    nb.cells.insert(first, nbformat.v4.new_code_cell(FAKE_KERAS))
+    _insert(nb, FAKE_KERAS, "build_tagger", 0)
     return nb, {name: 0.0 for name in c.exercises}
 
 
@@ -717,8 +720,7 @@ def fakes_cluster_observations(c):
                                 "    return tf.zeros([tf.size(ids), shards[0].shape[1]])\n"),
              "step_traffic_bytes": KNOWN_TRAFFIC}
     nb = c.filled(wrong)
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "sharded_lookup")
-    nb.cells.insert(first, nbformat.v4.new_code_cell(FAKE_CLUSTER))
+    _insert(nb, FAKE_CLUSTER, "sharded_lookup", 0)
     return nb, {name: 0.0 for name in c.exercises}
 
 
@@ -756,8 +758,7 @@ def fakes_graph_observations(c):
     the right answer in the kernel, the export rewritten to send a graph that calls Python
     and reads a file: none of entry_stop_gradients' points."""
     nb = copy.deepcopy(c.release)
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "entry_stop_gradients")
-    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(FAKE_GRAPHS))
+    _insert(nb, FAKE_GRAPHS, "entry_stop_gradients")
     return nb, {name: 0.0 for name in c.exercises}
 
 
@@ -778,8 +779,7 @@ def graph_allocates(c):
     observer is stopped (its memory or the test's deadline), the grader goes on, and the
     tests that observe it fail, so none of masked_cross_entropy's points."""
     nb = c.filled({"masked_cross_entropy": c.answers["masked_cross_entropy"]})
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "masked_cross_entropy")
-    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(ALLOCATES))
+    _insert(nb, ALLOCATES, "masked_cross_entropy")
     return nb, {name: 0.0 for name in c.exercises}
 
 
@@ -804,8 +804,7 @@ def fakes_tf1_observations(c):
     """04: build_capped_train_op left as released; the graph's export rewritten to build a
     training op that does nothing, the sparse check to pass: none of its points."""
     nb = copy.deepcopy(c.release)
-    first = next(i for i, x in enumerate(nb.cells) if grade_id(x) == "build_capped_train_op")
-    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(FAKE_TF1))
+    _insert(nb, FAKE_TF1, "build_capped_train_op")
     return nb, {name: 0.0 for name in c.exercises}
 
 

@@ -74,8 +74,6 @@ print(_places, " ".join(sorted(_found)))
 """
 
 
-
-
 def test_every_hidden_test_draws_its_inputs_from_the_run_s_secret():
     """No hidden test of any notebook has inputs that are the same at every grading: each
     hidden block seeds a generator with `checks.hidden_seed` and draws from it (so what a
