@@ -1,9 +1,11 @@
 """Check helpers that teach.
 
 Every test cell of the course calls these. A failing check raises `CheckFailed`
-(an `AssertionError`) whose message says what was expected, what came back (shape,
-dtype, the largest error and where, which rows differ) and, where a common mistake
-is known, a hint. They never only print.
+(an `AssertionError`) whose message starts with what came back and what was expected
+("name: got ..., expected ...", on its first line), then the detail (shape, dtype, the
+largest error and where, which rows differ) and, where a common mistake is known, a
+hint. They never only print. The notebook's kernel shows each message whole, wrapped to
+the width where Validate reads it (`messages`).
 
     >>> check_close([1.0, 2.0], [1.0, 2.0])
     >>> check_shape(np.zeros((2, 3)), (2, 3), name="logits")
@@ -36,6 +38,8 @@ __all__ = [
     "check_finite",
     "check_equal",
     "check_instance",
+    "check_int_list",
+    "check_rows_written",
     "hidden_seed",
 ]
 
@@ -53,6 +57,12 @@ def _fail(message: str, hint: str | None = None) -> None:
     raise CheckFailed(message)
 
 
+def _sentence(parts: Sequence[str]) -> str:
+    """`parts` as one sentence: joined by semicolons, its first letter a capital."""
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
+
+
 def _listing(items: Sequence) -> str:
     items = list(items)
     shown = ", ".join(str(i) for i in items[:MAX_LISTED])
@@ -68,10 +78,10 @@ def as_numpy(value, name: str = "result") -> np.ndarray:
     value is meant, so that no check densifies a sparse result by accident.
     """
     if value is None:
-        _fail(f"{name} is None; expected a value.", "did the function forget to `return`?")
+        _fail(f"{name}: got None, expected a value.", "did the function forget to `return`?")
     if isinstance(value, tf.IndexedSlices):
         _fail(
-            f"{name} is a tf.IndexedSlices; expected a dense tensor.",
+            f"{name}: got a tf.IndexedSlices, expected a dense tensor.",
             "convert it with tf.convert_to_tensor, or check it with check_indexed_slices.",
         )
     if isinstance(value, tf.Variable):
@@ -81,7 +91,8 @@ def as_numpy(value, name: str = "result") -> np.ndarray:
     try:
         return np.asarray(value)
     except Exception as error:  # a ragged list, an object
-        _fail(f"{name} cannot be read as an array: {error}")
+        _fail(f"{name}: got a {type(value).__name__}, expected an array or a tensor.\n"
+              f"It cannot be read as an array: {error}")
 
 
 def _shape(value) -> tuple:
@@ -102,7 +113,7 @@ def check_shape(actual, expected_shape: Iterable[int | None], name: str = "resul
         e is None or e == g for e, g in zip(expected_shape, got, strict=True)
     )
     if not matches:
-        _fail(f"{name} has shape {got}; expected {expected_shape}.", hint)
+        _fail(f"{name}: got shape {got}, expected {expected_shape}.", hint)
 
 
 def check_dtype(actual, expected_dtype, name: str = "result", hint: str | None = None) -> None:
@@ -113,7 +124,7 @@ def check_dtype(actual, expected_dtype, name: str = "result", hint: str | None =
     else:
         got = tf.as_dtype(as_numpy(actual, name).dtype)
     if got != expected:
-        _fail(f"{name} has dtype {got.name}; expected {expected.name}.", hint)
+        _fail(f"{name}: got dtype {got.name}, expected {expected.name}.", hint)
 
 
 def check_close(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, name: str = "result",
@@ -127,19 +138,19 @@ def check_close(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, name: 
     actual_array = as_numpy(actual, name)
     if actual_array.shape != expected_array.shape:
         _fail(
-            f"{name} has shape {actual_array.shape}; expected {expected_array.shape}.",
+            f"{name}: got shape {actual_array.shape}, expected {expected_array.shape}.",
             hint,
         )
     if actual_array.dtype == object:
-        _fail(f"{name} holds Python objects, not numbers: {actual_array!r:.200}", hint)
+        _fail(f"{name}: got Python objects, expected numbers: {actual_array!r:.200}", hint)
     a = actual_array.astype(np.float64)
     e = expected_array.astype(np.float64)
     bad_nan = np.isnan(a) & ~np.isnan(e)
     if bad_nan.any():
         where = tuple(int(i) for i in np.argwhere(bad_nan)[0])
         _fail(
-            f"{name} has {int(bad_nan.sum())} NaN entries (the first at index {where}); "
-            "expected finite numbers.",
+            f"{name}: got NaN at index {where}, expected {e[where]:.6g}.\n"
+            f"{int(bad_nan.sum())} of {a.size} entries are NaN.",
             hint or "a learning rate too large, or a division by zero, gives NaN.",
         )
     error = np.abs(a - e)
@@ -152,10 +163,9 @@ def check_close(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, name: 
         where = tuple(int(i) for i in where)
         location = f" at index {where}" if where else ""
         _fail(
-            f"{name} differs from the expected value in {int(wrong.sum())} of {a.size} "
-            f"entries; the largest error is {error[where]:.3g}{location} "
-            f"(got {a[where]:.6g}, expected {e[where]:.6g}; tolerance atol={atol:g}, "
-            f"rtol={rtol:g}).",
+            f"{name}: got {a[where]:.6g}{location}, expected {e[where]:.6g}.\n"
+            f"{int(wrong.sum())} of {a.size} entries differ; the largest error is "
+            f"{error[where]:.3g}{location} (tolerance atol={atol:g}, rtol={rtol:g}).",
             hint,
         )
 
@@ -167,8 +177,8 @@ def check_finite(actual, name: str = "result", hint: str | None = None) -> None:
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         _fail(
-            f"{name} has {int(bad.sum())} entries that are NaN or infinite "
-            f"(the first at index {where}).",
+            f"{name}: got {array[where]:g} at index {where}, expected finite numbers.\n"
+            f"{int(bad.sum())} of {array.size} entries are NaN or infinite.",
             hint or "training diverged: is the loss a mean, and the learning rate small enough?",
         )
 
@@ -184,7 +194,7 @@ def check_indexed_slices(actual, indices=None, values=None, dense_shape=None,
     if not isinstance(actual, tf.IndexedSlices):
         kind = type(actual).__name__
         _fail(
-            f"{name} is of type {kind}; expected a tf.IndexedSlices (a sparse gradient).",
+            f"{name}: got a {kind}, expected a tf.IndexedSlices (a sparse gradient).",
             hint or "the result is dense: did you call tf.convert_to_tensor, tf.add_n, "
             "or multiply by a tensor?",
         )
@@ -192,7 +202,7 @@ def check_indexed_slices(actual, indices=None, values=None, dense_shape=None,
         got = np.asarray(actual.indices.numpy()).tolist()
         want = np.asarray(indices).tolist()
         if got != want:
-            _fail(f"{name}.indices are {_listing(got)}; expected {_listing(want)}.", hint)
+            _fail(f"{name}.indices: got {_listing(got)}, expected {_listing(want)}.", hint)
     if values is not None:
         check_close(actual.values, values, atol=atol, rtol=rtol, name=f"{name}.values",
                     hint=hint)
@@ -200,7 +210,7 @@ def check_indexed_slices(actual, indices=None, values=None, dense_shape=None,
         got = None if actual.dense_shape is None else np.asarray(actual.dense_shape).tolist()
         want = list(dense_shape)
         if got != want:
-            _fail(f"{name}.dense_shape is {got}; expected {want}.", hint)
+            _fail(f"{name}.dense_shape: got {got}, expected {want}.", hint)
 
 
 def rows_changed(before, after) -> list[int]:
@@ -221,7 +231,8 @@ def _rows_changed_checked(before, after, name: str, hint: str | None) -> list[in
     b = as_numpy(before, f"{name} before")
     a = as_numpy(after, f"{name} after")
     if a.shape != b.shape:
-        _fail(f"{name} changed shape from {b.shape} to {a.shape}.", hint)
+        _fail(f"{name}: got shape {a.shape}, expected {b.shape}, the shape it had before.",
+              hint)
     return rows_changed(b, a)
 
 
@@ -233,7 +244,7 @@ def check_unchanged(before, after, name: str = "variable", rows=None,
         keep = set(np.asarray(rows).ravel().tolist())
         changed = [r for r in changed if r in keep]
     if changed:
-        _fail(f"{name} should not have changed, but rows {_listing(changed)} did.", hint)
+        _fail(f"{name}: got rows {_listing(changed)} changed, expected no change.", hint)
 
 
 def check_rows_changed(before, after, expected_rows, name: str = "variable",
@@ -249,7 +260,8 @@ def check_rows_changed(before, after, expected_rows, name: str = "variable",
             parts.append(f"rows {_listing(extra)} changed but should not have")
         if missing:
             parts.append(f"rows {_listing(missing)} should have changed but did not")
-        _fail(f"{name}: " + "; ".join(parts) + ".", hint)
+        _fail(f"{name}: got rows {_listing(changed)} changed, expected {_listing(expected)}.\n"
+              + _sentence(parts), hint)
 
 
 def check_is_variable(actual, name: str = "result", hint: str | None = None) -> None:
@@ -260,7 +272,7 @@ def check_is_variable(actual, name: str = "result", hint: str | None = None) -> 
     if isinstance(value, tf.Variable):  # keras.Variable wraps a tf.Variable
         return
     _fail(
-        f"{name} is of type {type(actual).__name__}; expected a tf.Variable.",
+        f"{name}: got a {type(actual).__name__}, expected a tf.Variable.",
         hint or "tensors are immutable: keep the tf.Variable and update it with "
         "assign / assign_sub.",
     )
@@ -270,13 +282,13 @@ def check_same_objects(actual, expected, name: str = "result", hint: str | None 
     """`actual` holds the very objects of `expected`, in order (identity, not equality)."""
     actual = list(actual) if actual is not None else None
     if actual is None:
-        _fail(f"{name} is None; expected the {len(expected)} original objects.", hint)
+        _fail(f"{name}: got None, expected the {len(expected)} original objects.", hint)
     if len(actual) != len(expected):
-        _fail(f"{name} has {len(actual)} items; expected {len(expected)}.", hint)
+        _fail(f"{name}: got {len(actual)} items, expected {len(expected)}.", hint)
     for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
         if a is not e:
             _fail(
-                f"{name}[{i}] is a new {type(a).__name__}, not the object passed in.",
+                f"{name}[{i}]: got a new {type(a).__name__}, expected the object passed in.",
                 hint or "update the variables in place (assign_sub) instead of "
                 "creating new ones: a model holds on to its own variables.",
             )
@@ -287,8 +299,8 @@ def check_no_none(values, name: str = "result", hint: str | None = None) -> None
     values = list(values)
     missing = [i for i, v in enumerate(values) if v is None]
     if missing:
-        _fail(f"{name}: None at positions {_listing(missing)}; expected a value for each.",
-              hint)
+        _fail(f"{name}: got None at positions {_listing(missing)}, expected a value for "
+              "each.", hint)
 
 
 def check_same_slices(actual, expected: tf.IndexedSlices, atol: float = 1e-6,
@@ -319,8 +331,8 @@ def _plain(value, name: str, hint: str | None):
     if isinstance(value, (bool, int, float, str)):  # a subclass: its plain value
         base = next(t for t in (bool, int, float, str) if isinstance(value, t))
         return base(value) if base is not str else str.__str__(value)
-    _fail(f"{name} holds a {type(value).__name__}, where plain values (numbers, strings, "
-          "lists, tuples, dicts) were expected.", hint)
+    _fail(f"{name}: got a {type(value).__name__}, expected plain values (numbers, "
+          "strings, lists, tuples, dicts).", hint)
 
 
 def check_equal(actual, expected, name: str = "result", hint: str | None = None) -> None:
@@ -338,29 +350,34 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
         extra = [k for k in actual if k not in expected]
         differ = [k for k in expected if k in actual and actual[k] != expected[k]]
         if missing or extra or differ:
+            if differ:
+                k = differ[0]
+                first = f"{name}[{k!r}]: got {actual[k]!r:.200}, expected {expected[k]!r:.200}."
+            elif missing:
+                first = f"{name}: got no key {missing[0]!r}, expected one."
+            else:
+                first = f"{name}: got the key {extra[0]!r}, expected none of that name."
             parts = []
             if missing:
                 parts.append(f"keys missing: {_listing(missing)}")
             if extra:
                 parts.append(f"unexpected keys: {_listing(extra)}")
             if differ:
-                k = differ[0]
-                parts.append(f"{len(differ)} keys differ, e.g. {k!r}: got {actual[k]!r}, "
-                             f"expected {expected[k]!r}")
-            _fail(f"{name}: " + "; ".join(parts) + ".", hint)
+                parts.append(f"{len(differ)} keys differ")
+            _fail(first + "\n" + _sentence(parts), hint)
         return
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
             if a != e:
-                _fail(f"{name}[{i}] is {a!r}; expected {e!r} (in {name} = {actual!r:.300}).",
-                      hint)
+                _fail(f"{name}[{i}]: got {a!r:.200}, expected {e!r:.200}.\n"
+                      f"(in {name} = {actual!r:.300})", hint)
         if len(actual) != len(expected):
-            _fail(f"{name} has {len(actual)} items; expected {len(expected)}: got "
-                  f"{actual!r:.300}, expected {expected!r:.300}.", hint)
+            _fail(f"{name}: got {len(actual)} items, expected {len(expected)}.\n"
+                  f"Got {actual!r:.300}, expected {expected!r:.300}.", hint)
         return
     if actual != expected or type(actual) is not type(expected) and not (
             isinstance(actual, (int, float)) and isinstance(expected, (int, float))):
-        _fail(f"{name} is {actual!r:.300}; expected {expected!r:.300}.", hint)
+        _fail(f"{name}: got {actual!r:.300}, expected {expected!r:.300}.", hint)
 
 
 def check_instance(actual, expected_type: type, name: str = "result",
@@ -376,14 +393,60 @@ def check_instance(actual, expected_type: type, name: str = "result",
     if observe.is_remote(actual) and issubclass(expected_type, keras.layers.Layer):
         actual = observe.keras_model(actual, name=name, hint=hint)
     if observe.is_remote(actual):
-        _fail(f"{name} is an object that stays in the notebook's kernel ({actual!r}); "
+        _fail(f"{name}: got an object that stays in the notebook's kernel ({actual!r}), "
               f"expected a {expected_type.__name__}, which the grader can check only on "
               "data.", hint)
     ok = isinstance(actual, expected_type)
     got = type(actual).__name__
     if not ok:
-        _fail(f"{name} is a {got}; expected a {expected_type.__module__.split('.')[0]}."
+        _fail(f"{name}: got a {got}, expected a {expected_type.__module__.split('.')[0]}."
               f"{expected_type.__name__}.", hint)
+
+
+def check_rows_written(writes, expected_rows, name: str = "the update",
+                       hint: str | None = None) -> None:
+    """`writes` (`observe.variable_writes`: what an update's graph wrote) write the first
+    variable's `expected_rows` and nothing else: no write of a whole variable, no row
+    outside them, no other variable."""
+    expected = sorted({int(i) for i in np.asarray(expected_rows).ravel().tolist()})
+    if not writes:
+        _fail(f"{name}: got no write of the variable, expected rows {_listing(expected)} "
+              "written.", hint or "update the variable itself, in place (scatter_sub).")
+    whole = [w for w in writes if w["rows"] is None]
+    if whole:
+        _fail(f"{name}: got a write of the whole variable ({whole[0]['op']}), expected "
+              f"rows {_listing(expected)} only.",
+              hint or "a dense update (the gradient made dense, then assign_sub) writes "
+              "every row: scatter the batch's rows only (scatter_sub).")
+    others = [w for w in writes if w["variable"] != 0]
+    if others:
+        _fail(f"{name}: got a write of another variable ({others[0]['op']}), expected "
+              "writes of the variable passed in only.", hint)
+    written = sorted({r for w in writes for r in w["rows"]})
+    if written != expected:
+        _fail(f"{name}: got rows {_listing(written)} written, expected "
+              f"{_listing(expected)}.",
+              hint or "name only the batch's rows in the update: an IndexedSlices that "
+              "lists every row of the table is a dense update in disguise.")
+
+
+def _type_name(value) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else \
+        f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
+def check_int_list(actual, name: str = "result", hint: str | None = None) -> None:
+    """`actual` is a Python list whose items are Python ints (not NumPy's integers, not
+    bools): what a docstring promises with "returns a list of ints"."""
+    if not isinstance(actual, list):
+        _fail(f"{name}: got a {_type_name(actual)}, expected a list of ints.",
+              hint or "build a list: [int(i) for i in ...], or .tolist() of an array.")
+    for i, item in enumerate(list.__iter__(actual)):
+        if type(item) is not int:
+            _fail(f"{name}[{i}]: got a {_type_name(item)} ({item!r:.40}), expected an int.",
+                  hint or "int(i) makes a Python int of a NumPy integer (.tolist() of an "
+                  "array gives ints).")
 
 
 # -- the hidden tests' randomness -------------------------------------------------------

@@ -143,6 +143,73 @@ def in_tf_function(fn, *args, **kwargs):
     return tf.function(fn)(*args, **kwargs)
 
 
+@observation(graded="_graded_variable_writes")
+def variable_writes(fn, *args, **kwargs):
+    """Which rows of which variables `fn(*args, **kwargs)` writes, from its graph traced by
+    `tf.function` and run once on copies of the variables among `args` (they stay as they
+    are). Returns one dict per write the graph makes: {"op": the op's type, "variable":
+    the position of the variable among the variables of `args` (-1: another one), "rows":
+    the sorted row ids it wrote, or None where it writes the whole variable (an assign) or
+    a part the graph does not show (a write inside a loop or a function call)}
+    (`sparse_embeddings.graphwrites`)."""
+    import tensorflow as tf
+
+    request, _, _, _ = _exported(_LocalRouter(), fn, args, kwargs, "the function")
+    return _writes_run_here(request, tf)
+
+
+class _LocalRouter:
+    """What `_exported` asks of a router, answered in this process (Validate's kernel)."""
+
+    def observe(self, name, args, kwargs):
+        return REGISTRY[name](*args, **kwargs)
+
+
+def _writes_request(request: dict, tf) -> tuple[list, list]:
+    """The plan of the exported graph's writes (`graphwrites.plan`), and the request's
+    "fetch" and "targets" that make the run read what each write was given."""
+    from sparse_embeddings import graphwrites
+
+    graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
+                                                 .tobytes())
+    found = graphwrites.plan(graph_def, [str(name) for name, *_ in request["variables"]])
+    request["fetch"] = [name for entry in found for name in entry["fetch"]]
+    request["targets"] = [entry["node"] for entry in found]
+    return found, [int(np.shape(value)[0]) if np.ndim(value) else 1
+                   for _, value, _ in request["variables"]]
+
+
+def _writes_run_here(request: dict, tf) -> list[dict]:
+    """The request's graph run in this process on variables of its own (Validate)."""
+    from sparse_embeddings import graphwrites
+
+    found, rows = _writes_request(request, tf)
+    graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
+                                                 .tobytes())
+    graph = tf.Graph()
+    with graph.as_default():
+        fed = {f"{name.split(':')[0]}:0": tf.compat.v1.placeholder(
+            tf.as_dtype(np.asarray(value).dtype), np.shape(value))
+            for name, value in request["inputs"]}
+        own = [tf.Variable(np.asarray(value)) for _, value, _ in request["variables"]]
+        input_map = dict(fed)
+        input_map.update({f"{name.split(':')[0]}:0": v.handle
+                          for (name, *_), v in zip(request["variables"], own, strict=True)})
+        tf.graph_util.import_graph_def(graph_def, input_map=input_map, name="student")
+        # an input of the graph is read where it is fed
+        fetch = [input_map[name] if name in input_map else
+                 graph.get_tensor_by_name(f"student/{name}") for name in request["fetch"]]
+        targets = [graph.get_operation_by_name(f"student/{name}")
+                   for name in request["targets"]]
+        init = [v.initializer for v in own]
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(init)
+        feed = {fed[f"{name.split(':')[0]}:0"]: np.asarray(value)
+                for name, value in request["inputs"]}
+        got, _ = session.run((fetch, targets), feed_dict=feed)
+    return graphwrites.report(found, got, rows)
+
+
 @observation(graded="_graded_graph_op_types")
 def graph_op_types(fn, *fixed, shape=(None,), dtype="int64"):
     """The types of the operations of `lambda x: fn(*fixed, x)` traced by `tf.function`
@@ -522,6 +589,12 @@ def _traced_value(spec, tf):
     if kind == "variable":
         return tf.Variable(tf.zeros([int(d) for d in spec["shape"]], str(spec["dtype"])),
                            trainable=bool(spec["trainable"]))
+    if kind == "slices":  # an IndexedSlices: its values, indices and dense shape, in order
+        return tf.IndexedSlicesSpec(
+            shape=[int(d) for d in spec["dense_shape"]], dtype=tf.as_dtype(str(spec["dtype"])),
+            indices_dtype=tf.as_dtype(str(spec["indices_dtype"])),
+            dense_shape_dtype=tf.as_dtype(str(spec["dense_shape_dtype"])),
+            indices_shape=[int(d) for d in spec["indices_shape"]])
     raise ValueError(f"not a spec: {kind!r}")
 
 
@@ -595,6 +668,14 @@ def _describe(args, tf):
     for arg in args:
         if is_remote(arg) or arg is None or isinstance(arg, (bool, int, float, str)):
             described.append(arg)
+        elif isinstance(arg, tf.IndexedSlices):
+            parts = [np.asarray(arg.values.numpy()), np.asarray(arg.indices.numpy()),
+                     np.asarray(arg.dense_shape.numpy())]
+            feeds.extend(("input", part, False) for part in parts)
+            described.append({SPEC: "slices", "dense_shape": parts[2].tolist(),
+                              "dtype": parts[0].dtype.name, "indices_dtype": parts[1].dtype.name,
+                              "dense_shape_dtype": parts[2].dtype.name,
+                              "indices_shape": list(parts[1].shape)})
         elif isinstance(arg, tf.Variable):
             described.append(variable(arg))
         elif isinstance(arg, (list, tuple)) and arg and all(isinstance(v, tf.Variable)
@@ -682,7 +763,7 @@ def _graded_gradients(router, fn, *args, sources=(0,), upstream=None, reduce="su
             count = len(arg) if isinstance(arg, (list, tuple)) and arg and all(
                 isinstance(v, tf.Variable) for v in arg) else 0 if (
                 is_remote(arg) or arg is None or isinstance(arg, (bool, int, float, str))) \
-                else 1
+                else 3 if isinstance(arg, tf.IndexedSlices) else 1
             positions[i] = list(range(feed, feed + count))
             feed += count
         for i in sources:
@@ -701,6 +782,17 @@ def _graded_in_tf_function(router, fn, *args, **kwargs):
     request, _, _, single = _exported(router, fn, args, kwargs, "the function")
     outputs = [tf.constant(o) for o in router.observer_run(request)["outputs"]]
     return outputs[0] if single else outputs
+
+
+def _graded_variable_writes(router, fn, *args, **kwargs):
+    import tensorflow as tf
+
+    from sparse_embeddings import graphwrites
+
+    request, _, _, _ = _exported(router, fn, args, kwargs, "the function")
+    found, rows = _writes_request(request, tf)
+    got = router.observer_run(request)
+    return graphwrites.report(found, got["fetched"], rows)
 
 
 def _graded_graph_op_types(router, fn, *fixed, shape=(None,), dtype="int64"):

@@ -12,6 +12,9 @@ TensorFlow's Python logger is kept at WARNING, each line printed once: in Jupyte
 TensorFlow sets it to INFO on stdout, and a handler on the root logger prints every line
 again on stderr (creating a `ParameterServerStrategy` wrote four `INFO:tensorflow` lines
 twice). Warnings and errors still show.
+
+It also makes the kernel show every error message whole at Validate's width
+(`sparse_embeddings.messages`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+
+from sparse_embeddings import messages
 
 
 def start_tensorflow_quietly() -> None:
@@ -54,3 +59,4 @@ def quiet_python_log() -> None:
 
 
 start_tensorflow_quietly()
+messages.install()

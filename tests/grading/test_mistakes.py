@@ -49,12 +49,12 @@ def the_class():
         result("bob", {"test_sgd_step": hinted("w is a new Variable, not the one passed in"),
                        "test_numerical_gradient": hinted("x is a new Variable")}),
         result("cyd", {"test_sgd_step": hinted("w is a new Variable, not the one passed in"),
-                       "test_sgd_step_none": "CheckFailed: w differs from the expected value "
-                       "in 2 of 2 entries; the largest error is 0.5 at index (0,) (got 1, "
-                       "expected 0.5; tolerance atol=1e-06, rtol=1e-06)."}),
-        result("dee", {"test_sgd_step_none": "CheckFailed: w differs from the expected value "
-                       "in 3 of 3 entries; the largest error is 5 at index (2,) (got 7, "
-                       "expected 2; dee's variable)."}),
+                       "test_sgd_step_none": "CheckFailed: w: got 1 at index (0,), expected "
+                       "0.5.\n2 of 2 entries differ; the largest error is 0.5 at index (0,) "
+                       "(tolerance atol=1e-06, rtol=1e-06)."}),
+        result("dee", {"test_sgd_step_none": "CheckFailed: w: got 7 at index (2,), expected "
+                       "2.\n3 of 3 entries differ; the largest error is 5 (dee's "
+                       "variable)."}),
         result("eve", dict.fromkeys(every_test, STUB)),
         result("fay", fatal=f"no {NB} was submitted"),
         result("gus", {"test_fit_linear_regression": "CellTimeout: the test cell ran past "
@@ -75,9 +75,10 @@ def test_a_failing_check_is_grouped_by_its_hint_else_by_the_check():
     assert mistakes.classify("KernelDied: the kernel died")[0] == mistakes.CRASH
     kind, key, title = mistakes.classify(hinted("w is [1, 2]"))
     assert (kind, title) == (mistakes.HINT, HINT)
-    one = mistakes.classify("CheckFailed: w has shape (3,); expected (3, 1).")
-    other = mistakes.classify("CheckFailed: w has shape (5, 2); expected (5, 1).")
-    assert one[1] == other[1] == "CheckFailed: w has shape (...)" and one[2] == "w has shape (3,)"
+    one = mistakes.classify("CheckFailed: w: got shape (3,), expected (3, 1).")
+    other = mistakes.classify("CheckFailed: w: got shape (5, 2), expected (5, 1).")
+    assert one[1] == other[1] == "CheckFailed: w: got shape (...), expected (...)"
+    assert one[2] == "w: got shape (3,), expected (3, 1)"
     assert mistakes.classify("AssertionError: ")[2] == "AssertionError (no message)"
     assert mistakes.classify("")[0] == mistakes.CHECK
 
@@ -88,8 +89,8 @@ def test_exercises_come_most_lost_first_with_their_groups_counted():
     assert first.name == "sgd_step"
     assert sorted(first.lost) == ["bob", "cyd", "dee", "eve"] and first.passed == ["ada", "gus"]
     groups = {g.title: sorted(g.students) for g in first.groups}
-    assert groups == {HINT: ["bob", "cyd"], "w differs from the expected value in 2 of 2 "
-                      "entries": ["cyd", "dee"], mistakes.TITLES[mistakes.UNANSWERED]: ["eve"]}
+    assert groups == {HINT: ["bob", "cyd"], "w: got 1 at index (0,), expected 0.5": ["cyd", "dee"],
+                      mistakes.TITLES[mistakes.UNANSWERED]: ["eve"]}
     check = next(g for g in first.groups if g.kind == mistakes.CHECK)
     assert check.test == "test_sgd_step_none" and check.hidden  # only in a hidden test
     assert "dee" not in check.example and all("fay" not in e.graded

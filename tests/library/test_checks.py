@@ -27,16 +27,14 @@ def test_check_close_passes_within_tolerance():
 def test_check_close_reports_largest_error_and_where():
     message = fails(checks.check_close, [[1.0, 2.0], [3.0, 9.0]], [[1.0, 2.0], [3.0, 4.0]],
                     name="w")
-    assert "w differs" in message
-    assert "1 of 4 entries" in message
-    assert "largest error is 5" in message
-    assert "(1, 1)" in message
-    assert "got 9" in message and "expected 4" in message
+    first, *rest = message.splitlines()
+    assert first == "w: got 9 at index (1, 1), expected 4."  # what came back, on line one
+    assert "1 of 4 entries differ" in rest[0] and "largest error is 5" in rest[0]
 
 
 def test_check_close_refuses_broadcasting_shapes():
     message = fails(checks.check_close, np.zeros((3, 1)), np.zeros(3), name="logits")
-    assert "shape (3, 1)" in message and "expected (3,)" in message
+    assert message.startswith("logits: got shape (3, 1), expected (3,)")
 
 
 def test_check_close_names_nan_with_a_hint():
@@ -59,14 +57,14 @@ def test_check_shape():
     checks.check_shape(np.zeros((2, 3)), (2, 3))
     checks.check_shape(tf.zeros((5, 3)), (None, 3))
     message = fails(checks.check_shape, tf.zeros((2, 3)), (3, 2), name="x")
-    assert "x has shape (2, 3); expected (3, 2)" in message
+    assert "x: got shape (2, 3), expected (3, 2)" in message
     fails(checks.check_shape, tf.zeros((2,)), (2, 1))
 
 
 def test_check_dtype():
     checks.check_dtype(tf.zeros(2, tf.float64), "float64")
     checks.check_dtype(np.zeros(2, np.int32), tf.int32)
-    assert "float32; expected float64" in fails(checks.check_dtype, tf.zeros(2), tf.float64)
+    assert "float32, expected float64" in fails(checks.check_dtype, tf.zeros(2), tf.float64)
 
 
 def test_check_finite():
@@ -81,7 +79,7 @@ def test_check_indexed_slices():
                                 dense_shape=[4, 2])
     dense = fails(checks.check_indexed_slices, tf.zeros((4, 2)))
     assert "expected a tf.IndexedSlices" in dense and "tf.convert_to_tensor" in dense
-    assert "indices are [0, 2]; expected [2, 0]" in fails(
+    assert "indices: got [0, 2], expected [2, 0]" in fails(
         checks.check_indexed_slices, slices, indices=[2, 0])
     assert "values" in fails(checks.check_indexed_slices, slices, values=[[0, 1], [0, 0]])
     assert "dense_shape" in fails(checks.check_indexed_slices, slices, dense_shape=[5, 2])
@@ -111,8 +109,9 @@ def test_check_rows_changed():
     after[[1, 5]] += 1
     checks.check_rows_changed(before, after, [5, 1])
     message = fails(checks.check_rows_changed, before, after, [1, 3])
-    assert "rows [5] changed but should not have" in message
+    assert "Rows [5] changed but should not have" in message
     assert "rows [3] should have changed" in message
+    assert message.startswith("variable: got rows [1, 5] changed, expected [1, 3].")
 
 
 def test_check_is_variable():
@@ -127,8 +126,8 @@ def test_check_same_objects():
     a, b = tf.Variable(1.0), tf.Variable(2.0)
     checks.check_same_objects([a, b], [a, b])
     message = fails(checks.check_same_objects, [a, tf.Variable(2.0)], [a, b])
-    assert "[1] is a new" in message and "Hint:" in message
-    assert "has 1 items" in fails(checks.check_same_objects, [a], [a, b])
+    assert "[1]: got a new" in message and "Hint:" in message
+    assert "got 1 items, expected 2" in fails(checks.check_same_objects, [a], [a, b])
     assert "None" in fails(checks.check_same_objects, None, [a])
 
 

@@ -223,11 +223,12 @@ def test_errors_shows_tokens_with_true_and_predicted_tags():
 def test_check_equal_names_the_first_difference():
     checks.check_equal({"a": 1}, {"a": 1})
     checks.check_equal([("x", 0, 1)], [("x", 0, 1)])
-    with pytest.raises(checks.CheckFailed, match=r"spans\[1\] is \('y', 2, 3\); expected"):
+    with pytest.raises(checks.CheckFailed,
+                       match=r"^spans\[1\]: got \('y', 2, 3\), expected \('y', 2, 4\)"):
         checks.check_equal([("x", 0, 1), ("y", 2, 3)], [("x", 0, 1), ("y", 2, 4)], name="spans")
-    with pytest.raises(checks.CheckFailed, match="has 1 items; expected 2"):
+    with pytest.raises(checks.CheckFailed, match="^result: got 1 items, expected 2"):
         checks.check_equal([1], [1, 2])
-    with pytest.raises(checks.CheckFailed, match=r"keys missing: \[b\]; unexpected keys: \[c\]"):
+    with pytest.raises(checks.CheckFailed, match=r"Keys missing: \[b\]; unexpected keys: \[c\]"):
         checks.check_equal({"a": 1, "c": 3}, {"a": 1, "b": 2})
     with pytest.raises(checks.CheckFailed, match="Hint: lowercase"):
         checks.check_equal("Paris", "paris", hint="lowercase")

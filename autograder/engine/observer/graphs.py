@@ -75,10 +75,14 @@ def run(request: dict, timeout_s: float = 60.0) -> dict:
     - "outputs": tensor names to fetch ("name:0"), at most MAX_OUTPUTS;
     - "wrt": [["input", i] | ["variable", j], ...], what to differentiate with respect to
       (positions in "inputs" / "variables"); none: no gradient;
-    - "reduce": "sum" (of the outputs times "upstream", where given) or "sum_squares".
+    - "reduce": "sum" (of the outputs times "upstream", where given) or "sum_squares";
+    - "fetch": tensor names of the graph whose values to read in the same run (what a
+      write op was given: `sparse_embeddings.graphwrites`), at most MAX_OUTPUTS;
+    - "targets": names of ops of the graph to run in it too (writes no output depends on).
 
     Returns {"outputs": [arrays], "grads": [array | IndexedSlices' parts | None],
-    "variables_after": [arrays], "op_types": [op types of the student's graph]}.
+    "variables_after": [arrays], "op_types": [op types of the student's graph],
+    "fetched": [arrays]}.
     """
     import tensorflow as tf
 
@@ -88,12 +92,16 @@ def run(request: dict, timeout_s: float = 60.0) -> dict:
     variables = [(str(name), np.asarray(value), bool(trainable))
                  for name, value, trainable in request.get("variables", [])]
     outputs = [_tensor_name(str(name)) for name in request.get("outputs", [])]
+    extra = [_tensor_name(str(name)) for name in request.get("fetch", [])]
+    targets = [_node_name(str(name)) for name in request.get("targets", [])]
     if not outputs or len(outputs) > MAX_OUTPUTS:
         raise Unusable(f"ask for 1 to {MAX_OUTPUTS} outputs")
+    if len(extra) > MAX_OUTPUTS or len(targets) > MAX_OUTPUTS:
+        raise Unusable(f"fetch and run at most {MAX_OUTPUTS} more tensors and ops")
     nodes = {n.name for n in graph_def.node}
-    for name in outputs:
+    for name in outputs + extra + targets:
         if _node_name(name) not in nodes:
-            raise Unusable(f"the graph has no tensor {name!r}")
+            raise Unusable(f"the graph has no tensor or op {name!r}")
     fed = [_node_name(name) for name, *_ in inputs + variables]
     for name in fed:
         if name not in placeholders:
@@ -118,6 +126,10 @@ def run(request: dict, timeout_s: float = 60.0) -> dict:
                           for (name, *_), v in zip(variables, own, strict=True)})
         fetched = tf.graph_util.import_graph_def(graph_def, input_map=input_map,
                                                  return_elements=outputs, name="student")
+        # an input of the graph is read where it is fed
+        extra_tensors = [input_map[name] if name in input_map else
+                         graph.get_tensor_by_name(f"student/{name}") for name in extra]
+        target_ops = [graph.get_operation_by_name(f"student/{name}") for name in targets]
         grads = []
         if wrt:
             upstream = request.get("upstream")
@@ -138,12 +150,13 @@ def run(request: dict, timeout_s: float = 60.0) -> dict:
     with tf.compat.v1.Session(graph=graph, config=config) as session:
         session.run(init, options=options)
         feed = {t: value for t, (_, value) in zip(fed_inputs, inputs, strict=True)}
-        got_outputs, got_grads = session.run(
-            (list(fetched), [g for g in grads if g is not None]), feed_dict=feed,
-            options=options)
+        got_outputs, got_grads, got_extra, _ = session.run(
+            (list(fetched), [g for g in grads if g is not None], extra_tensors, target_ops),
+            feed_dict=feed, options=options)
         after = session.run(reads, options=options) if own else []
     got = iter(got_grads)
     return {"outputs": [np.asarray(o) for o in got_outputs],
             "grads": [None if g is None else _result(next(got)) for g in grads],
             "variables_after": [np.asarray(a) for a in after],
-            "op_types": ops.op_types(graph_def)}
+            "op_types": ops.op_types(graph_def),
+            "fetched": [np.asarray(value) for value in got_extra]}
