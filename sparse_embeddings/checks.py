@@ -40,6 +40,7 @@ __all__ = [
     "check_instance",
     "check_int_list",
     "check_rows_written",
+    "check_logits",
     "hidden_seed",
 ]
 
@@ -428,6 +429,28 @@ def check_rows_written(writes, expected_rows, name: str = "the update",
               f"{_listing(expected)}.",
               hint or "name only the batch's rows in the update: an IndexedSlices that "
               "lists every row of the table is a dense update in disguise.")
+
+
+def check_logits(actual, name: str = "the outputs", hint: str | None = None) -> None:
+    """`actual` (at least 8 numbers, each position's scores along the last axis) are
+    logits, not probabilities: not all in [0, 1] with each position's summing to 1 (a
+    softmax), nor all in (0, 1) (a sigmoid). The logits of a model that has not been
+    trained fall below 0 and above 1 somewhere among that many, so only an activation
+    makes them all look like probabilities."""
+    values = as_numpy(actual, name).astype(np.float64)
+    if values.size < 8:
+        raise ValueError("check_logits needs at least 8 numbers to tell logits apart")
+    if values.min() >= 0 and np.allclose(values.sum(-1), 1.0, atol=1e-3):
+        _fail(f"{name}: got probabilities (each position's sum to 1, e.g. "
+              f"{np.round(values.reshape(-1, values.shape[-1])[0], 3).tolist()}), "
+              "expected logits.",
+              hint or "the loss applies the softmax itself (from_logits=True): end with a "
+              "Dense layer without an activation.")
+    if values.min() > 0 and values.max() < 1:
+        _fail(f"{name}: got values all between 0 and 1 (from {values.min():.3g} to "
+              f"{values.max():.3g}), as a sigmoid gives, expected logits.",
+              hint or "the loss takes logits: end with a Dense layer without an "
+              "activation.")
 
 
 def _type_name(value) -> str:

@@ -192,3 +192,37 @@ def dropout_rates(model) -> list[float]:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 rates.append(float(value))
     return rates
+
+
+def dropout_places(model) -> dict[str, list[float]]:
+    """Where a BiLSTM tagger drops units, as TF 1's `DropoutWrapper` does on an LSTM's
+    inputs, states and outputs: {"inputs": the rates of the LSTMs' `dropout` and of the
+    `Dropout` layers before the first recurrent layer, "states": the LSTMs'
+    `recurrent_dropout`, "outputs": the rates of the `Dropout` layers after the last
+    recurrent layer}, each a sorted list of the distinct rates above 0 (rounded to 6
+    places), [] where none. The layers are taken in the model's order (a functional or
+    Sequential model lists them from input to output), from the model rebuilt from its
+    config, as in `dropout_rates`."""
+    import keras
+
+    from sparse_embeddings import observe
+
+    if observe.is_remote(model):
+        model = observe.keras_model(model)
+    places = {"inputs": set(), "states": set(), "outputs": set()}
+    layers = list(model.layers)
+    recurrent = [i for i, layer in enumerate(layers)
+                 if isinstance(layer, (keras.layers.RNN, keras.layers.Bidirectional))]
+    for i, layer in enumerate(layers):
+        if isinstance(layer, keras.layers.Dropout) and recurrent:
+            if i < recurrent[0]:
+                places["inputs"].add(layer.rate)
+            elif i > recurrent[-1]:
+                places["outputs"].add(layer.rate)
+        if i in recurrent:
+            for inner in layer._flatten_layers(include_self=True, recursive=True):
+                if isinstance(inner, keras.layers.LSTM):
+                    places["inputs"].add(inner.dropout)
+                    places["states"].add(inner.recurrent_dropout)
+    return {place: sorted({round(float(r), 6) for r in rates if r > 0})
+            for place, rates in places.items()}
