@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 
 
 def loss_curves(curves: Mapping[str, Sequence[float]], title: str = "Training loss",
@@ -48,11 +49,24 @@ def bars(values: Mapping[str, float], ylabel: str, title: str = "", log_scale: b
     ax.bar_label(drawn, labels=[f"{h:,.3g}{unit}" for h in heights], fontsize=8)
     if log_scale:
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis, heights)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.tick_params(axis="x", labelrotation=15)
     return ax
+
+
+def _plain_log_ticks(axis, values: Sequence[float]):
+    """Label a log axis with plain numbers (5, 10, 20, 50, not 6 x 10^0), at 1, 2 and 5
+    times a power of ten over a short range, at powers of ten only over a long one, and
+    leave the minor ticks unlabelled: labelled, they crowd a range of a decade or two."""
+    positive = [v for v in values if v > 0]
+    decades = float(np.log10(max(positive) / min(positive))) if positive else 0.0
+    subs = np.arange(1.0, 10.0) if decades < 0.7 else (1.0, 2.0, 5.0) if decades <= 2 else (1.0,)
+    axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:,g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def rows_moved(moved: Mapping[str, np.ndarray], batches: Sequence[Sequence[int]],

@@ -53,3 +53,18 @@ def test_traffic_plots_arithmetic_lines_and_measured_markers():
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "sparse (arithmetic)", "sparse (measured)", "dense (arithmetic)"]
+
+
+def test_bars_log_axis_labels_plain_numbers_and_no_minor_ticks():
+    import matplotlib.pyplot as plt
+
+    for values, want in [({"a": 5.2, "b": 60.9, "c": 12.2}, ["5", "10", "20", "50"]),
+                         ({"a": 0.0064, "b": 76.3}, ["0.01", "0.1", "1", "10", "100"])]:
+        ax = plots.bars(values, ylabel="ms", log_scale=True)
+        ax.figure.canvas.draw()
+        low, high = ax.get_ylim()
+        shown = [t.get_text() for t, y in zip(ax.get_yticklabels(), ax.get_yticks(),
+                                              strict=True) if low <= y <= high]
+        assert shown == want
+        assert not any(t.get_text() for t in ax.get_yticklabels(minor=True))
+        plt.close(ax.figure)
