@@ -8,6 +8,10 @@ message of any exception it shows (a check's, an `assert`'s, TensorFlow's own) a
 columns, its first line counted with the exception's name in front, so that no line
 reaches the cut; what a line holds is never shortened, only carried to the next.
 
+The traceback also leaves out the frames of the course's check helpers (`HELPERS`): a
+failing check shows the test cell's line that called it, then the message, not the
+helper's own code.
+
 `install()` puts this into the running IPython shell (the notebook's setup cell imports
 `sparse_embeddings.runtime`, which calls it); outside IPython it does nothing.
 """
@@ -22,6 +26,9 @@ import textwrap
 WIDTH = 80
 # what a line wrapped from a longer one starts with, so that it reads as its continuation
 CONTINUATION = "  "
+
+# modules whose frames a traceback leaves out (a failing check's own code is not the news)
+HELPERS = frozenset({"sparse_embeddings.checks"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -65,6 +72,22 @@ def fit_exception_line(line: str, name: str) -> str:
     return head + sep + fit(message, first_width=max(WIDTH - len(name) - 2, 20))
 
 
+def without_helpers(tb):
+    """The traceback `tb` with the frames of `HELPERS` unlinked (all of them kept where
+    nothing else would be left)."""
+    frames = []
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    kept = [t for t in frames if t.tb_frame.f_globals.get("__name__") not in HELPERS]
+    if not kept or len(kept) == len(frames):
+        return frames[0] if frames else None
+    for earlier, later in zip(kept, kept[1:], strict=False):
+        earlier.tb_next = later
+    kept[-1].tb_next = None
+    return kept[0]
+
+
 def install(shell=None) -> bool:
     """Fit the messages of every traceback `shell` (the running IPython shell) shows.
     Returns whether there was a shell to install into; installing twice changes nothing."""
@@ -81,8 +104,12 @@ def install(shell=None) -> bool:
         return True
     original = formatter.structured_traceback
 
-    def structured_traceback(etype, evalue, *args, **kwargs):
-        stb = original(etype, evalue, *args, **kwargs)
+    def structured_traceback(etype, evalue, etb=None, *args, **kwargs):
+        try:
+            etb = without_helpers(etb)
+        except Exception:  # noqa: BLE001 - a traceback is never lost to its formatting
+            pass
+        stb = original(etype, evalue, etb, *args, **kwargs)
         try:
             name = etype.__name__ if isinstance(etype, type) else type(evalue).__name__
             if stb and isinstance(stb[-1], str):

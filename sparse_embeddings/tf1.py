@@ -80,8 +80,8 @@ def train_in_graph(build_train_op: Callable, table, batches: Sequence, max_norm:
                                 max_norm=float(max_norm), optimizer=optimizer, dense=dense,
                                 name=name)
     if not isinstance(export, dict):
-        raise CheckFailed(f"{name}: the graph could not be built and sent "
-                          f"(got {type(export).__name__})")
+        raise CheckFailed(f"{name}: got a {type(export).__name__}, expected the graph built "
+                          "and sent.")
     seen = _observer_train(export, table, batches, dense)
     return GraphRun([np.asarray(t) for t in seen["tables"]], set(seen["op_types"]),
                     list(seen["updates"]),
@@ -127,7 +127,7 @@ def export_train_graph(build_train_op, shape, id_dtype="int32", max_norm=1.0,
         train_op = build_train_op(loss, var, max_norm, **kwargs)
         if not isinstance(train_op, (tf.Operation, tf.Tensor)) or train_op.graph is not graph:
             raise CheckFailed(
-                f"{name} returned {type(train_op).__name__}; expected the op that "
+                f"{name}: got a {type(train_op).__name__}, expected the op that "
                 "optimizer.apply_gradients(...) returns, built in the current graph.")
         init = tf.compat.v1.global_variables_initializer()
     op = train_op if isinstance(train_op, tf.Operation) else train_op.op
@@ -154,23 +154,24 @@ def check_sparse_update(run: GraphRun, name: str = "build_capped_train_op") -> N
     sparse = sorted(t for t in run.op_types if any(m in t for m in SPARSE_UPDATE_MARKERS))
     if dense or not sparse:
         raise CheckFailed(
-            f"{name} built a dense update ({', '.join(dense) or 'no scatter op'}): the gradient "
-            "of tf.gather is an IndexedSlices and should stay one, so the optimizer scatters "
-            "into the batch's rows instead of rewriting the whole table.\n"
+            f"{name}: got a dense update ({', '.join(dense) or 'no scatter op'}), expected a "
+            "scatter into the batch's rows.\nThe gradient of tf.gather is an IndexedSlices "
+            "and should stay one, so the optimizer scatters into the batch's rows instead of "
+            "rewriting the whole table.\n"
             "Hint: did tf.convert_to_tensor or a multiplication by a tensor turn it dense? Cap "
             "grad.values and build a new tf.IndexedSlices from them.")
     for step, (ids, updates) in enumerate(zip(run.batch_ids, run.updates, strict=True), 1):
         if not updates:
-            raise CheckFailed(f"{name}: at step {step} no scatter op was given the rows to "
-                              "update (its ids were not found in the graph)")
+            raise CheckFailed(f"{name}: got no scatter op given the rows of step {step}, "
+                              "expected one (its ids were not found in the graph).")
         for update in updates:
             if update["rows"] != ids:
                 rows = update["rows"]
                 shown = str(rows) if len(rows) <= 12 else f"{rows[:12]} and {len(rows) - 12} more"
                 raise CheckFailed(
-                    f"{name}: at step {step} the update ({update['op']}) named rows {shown}; "
-                    f"the batch looked up rows {ids}. A sparse update names only the rows "
-                    "looked up, so a step costs the batch, not the table.\n"
+                    f"{name}: got rows {shown} named by the update ({update['op']}) of step "
+                    f"{step}, expected {ids}, the rows its batch looked up.\nA sparse update "
+                    "names only the rows looked up, so a step costs the batch, not the table.\n"
                     "Hint: build the IndexedSlices from the gradient's own indices (after "
                     "summing duplicates), not from every row of the table.")
 

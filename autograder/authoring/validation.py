@@ -4,6 +4,7 @@ even when tests fail, so the course never relies on its exit code)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from traitlets.config import Config
@@ -35,12 +36,28 @@ def validate(path: Path, root: Path, invert: bool = False) -> dict:
     return validator.validate(str(path))
 
 
+def message_of(error: str) -> str:
+    """The exception's name and whole message at the end of a cell's error as the Validator
+    reports it (an IPython traceback: its last part, after a blank line, from the line
+    that names the exception), without terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", error or "").strip()
+    blocks = text.split("\n\n")
+    for start in range(len(blocks) - 1, -1, -1):
+        if re.match(r"^[A-Za-z_][\w.]*: |^[A-Za-z_][\w.]*$", blocks[start]):
+            return "\n\n".join(blocks[start:]).strip()
+    return blocks[-1].strip() if blocks else ""
+
+
 def summary(results: dict) -> str:
-    """The results as short text: one line per offending cell."""
+    """The results as text: per offending cell its first line, then the error's message
+    whole (the kernel wrapped it to fit a terminal), indented."""
     lines = []
     for key, cells in results.items():
         for cell in cells:
             head = cell["source"].splitlines()[0] if cell["source"] else "(empty cell)"
-            error = cell.get("raw_error", "").strip().splitlines()
-            lines.append(f"{key}: {head[:80]}" + (f" -> {error[-1][:200]}" if error else ""))
+            if lines:
+                lines.append("")
+            lines.append(f"{key}: {head[:80]}")
+            message = message_of(cell.get("raw_error", ""))
+            lines.extend(f"    {line}" for line in message.splitlines())
     return "\n".join(lines)

@@ -227,3 +227,36 @@ def test_property_inspector_unlocks_a_test_cell_and_validate_says_so(browser, la
         notebook.close_dialog()
     finally:
         close_page(notebook)
+
+
+def test_validate_in_the_page_shows_a_failing_check_whole(browser, lab):
+    """Issue 39: JupyterLab's Validate dialog shows a failing check's message whole, what
+    came back and what was expected on its first line (a sign mistake planted in 01's
+    sgd_step, every other answer right)."""
+    import nbformat
+
+    from autograder.authoring import mutants
+
+    release = release_paths()[0]
+    folder = f"{release.parent.name}-planted"
+    (lab.root / folder).mkdir(exist_ok=True)
+    wrong = (ROOT / "tests" / "mutants" / release.parent.name / "sgd_step" / "wrong_sign.py")
+    nb = mutants.build_submission(read_notebook(release),
+                                  read_notebook(SOLUTIONS / release.parent.name / release.name),
+                                  {"sgd_step": wrong.read_text()})
+    nbformat.write(nb, str(lab.root / folder / release.name))
+    notebook = open_page(browser, lab, f"{folder}/{release.name}", folder)
+    try:
+        kind, text = notebook.validate()
+        notebook.shot("validate-shows-the-message-whole")
+        assert "validation-failed" in kind, f"Validate with a planted mistake: {text[:3000]}"
+        lines = [line.strip() for line in text.splitlines()]
+        assert "CheckFailed: w after one step: got 1.9 at index (1,), expected 2.1." in lines, \
+            text[-3000:]
+        flowing = " ".join(text.split())
+        assert ("w after one step: got 1.9 at index (1,), expected 2.1. 2 of 2 entries differ; "
+                "the largest error is 0.2 at index (1,) (tolerance atol=1e-06, rtol=1e-06)."
+                ) in flowing, text[-3000:]
+        notebook.close_dialog()
+    finally:
+        close_page(notebook)

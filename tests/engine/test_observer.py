@@ -4,6 +4,7 @@ run with the grader's own inputs and variables in a process of its own
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ tf = pytest.importorskip("tensorflow")
 
 from autograder.engine import wire  # noqa: E402
 from autograder.engine.observer import client, graphs, ops  # noqa: E402
-from sparse_embeddings import observe  # noqa: E402
+from sparse_embeddings import checks, observe  # noqa: E402
 
 
 def graph_bytes(function, *specs):
@@ -217,3 +218,82 @@ def test_the_observer_process_holds_loops_and_memory():
         assert observer.run(plain, time.monotonic() + 120)["outputs"][0] == 6.0
     finally:
         observer.stop()
+
+
+# -- which rows a graph writes -------------------------------------------------------------
+def scatter_step(var, slices, lr):
+    var.scatter_sub(tf.IndexedSlices(lr * slices.values, slices.indices, slices.dense_shape))
+    return var
+
+
+def dense_step(var, slices, lr):
+    var.assign_sub(lr * tf.convert_to_tensor(slices))
+    return var
+
+
+def every_row_step(var, slices, lr):
+    dense = tf.convert_to_tensor(slices)
+    var.scatter_sub(tf.IndexedSlices(lr * dense, tf.range(tf.shape(dense)[0])))
+    return var
+
+
+def row_by_row_step(var, slices, lr):
+    for i in range(2):
+        var[slices.indices[i]].assign(var[slices.indices[i]] - lr * slices.values[i])
+    return var
+
+
+@tf.function
+def _inner(var, values, indices):
+    var.scatter_sub(tf.IndexedSlices(values, indices))
+
+
+def nested_step(var, slices, lr):
+    _inner(var, lr * slices.values, slices.indices)
+    return var
+
+
+def test_the_rows_a_graph_writes_are_read_in_the_run_that_writes_them():
+    """observe.variable_writes: graded (the graph run by graphs.run on variables of its
+    own, each write's rows fetched there) and in the kernel (Validate) alike; the values
+    alone cannot tell a dense or every-row update from a scatter (rows outside the batch
+    get zeros), the writes can; the test's variable is not changed."""
+    grads = tf.IndexedSlices(tf.constant([[1.0, 2.0], [1.0, 0.0]]), tf.constant([3, 1]),
+                             tf.constant([5, 2]))
+    want = {scatter_step: [("ResourceScatterSub", 0, [1, 3])],
+            dense_step: [("AssignSubVariableOp", 0, None)],
+            every_row_step: [("ResourceScatterSub", 0, [0, 1, 2, 3, 4])],
+            row_by_row_step: [("ResourceStridedSliceAssign", 0, [3]),
+                              ("ResourceStridedSliceAssign", 0, [1])]}
+    for step, expected in want.items():
+        var = tf.Variable(tf.ones((5, 2)))
+        router = KernelRouter()
+        with observe.routed(router):
+            graded = observe.variable_writes(Remote(step), var, grads, 0.5)
+        live = observe.variable_writes(step, var, grads, 0.5)
+        assert router.asked == [observe.export.observation_name]
+        got = [(w["op"], w["variable"], w["rows"]) for w in graded]
+        assert got == expected, (step.__name__, got)
+        assert graded == live, step.__name__
+        np.testing.assert_array_equal(var.numpy(), np.ones((5, 2)))
+        sparse = step in (scatter_step, row_by_row_step)  # writes the batch's rows only
+        with contextlib.nullcontext() if sparse else pytest.raises(checks.CheckFailed):
+            checks.check_rows_written(graded, [1, 3], name=step.__name__)
+    # a write inside a function call: which rows, the graph does not show
+    var = tf.Variable(tf.ones((5, 2)))
+    with observe.routed(KernelRouter()):
+        graded = observe.variable_writes(Remote(nested_step), var, grads, 0.5)
+    assert [w["rows"] for w in graded] == [None], graded
+    with pytest.raises(checks.CheckFailed, match="whole variable"):
+        checks.check_rows_written(graded, [1, 3])
+
+
+def test_a_fetch_names_a_tensor_of_the_graph():
+    _, data = graph_bytes(lambda x: x * 2.0, tf.TensorSpec([2], tf.float32))
+    request = {"graph": np.frombuffer(data, np.uint8),
+               "inputs": [["x:0", np.ones(2, np.float32)]], "outputs": ["Identity:0"],
+               "fetch": ["no_such_node:0"]}
+    with pytest.raises(graphs.Unusable, match="no tensor or op"):
+        graphs.run(request)
+    request["fetch"] = ["x:0"]  # an input is read where it is fed
+    np.testing.assert_array_equal(graphs.run(request)["fetched"][0], np.ones(2))
