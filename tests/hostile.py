@@ -643,6 +643,7 @@ FAKE_KERAS = (
     "              'export_train_step', 'type_names', 'fit_in_model', 'layer_facts'):\n"
     "    setattr(observe, _name, _fake)\n"
     "tf1.dropout_rates = lambda model: [0.4]\n"
+    "tf1.dropout_places = lambda model: dict.fromkeys(('inputs', 'states', 'outputs'), [0.4])\n"
     "checks.check_instance = lambda *args, **kwargs: None\n")
 
 

@@ -137,3 +137,18 @@ def test_validate_in_a_terminal_shows_every_message_whole(tmp_path):
             "Input to reshape is a tensor with 3 values, but the requested shape has 28",
         ]:
             assert whole in joined, f"{name} lost part of {whole!r}:\n{text[-6000:]}"
+
+
+def test_course_validate_prints_each_failure_s_message_whole():
+    traceback = ("\x1b[31m----------\x1b[39m\n\x1b[31mCheckFailed\x1b[39m   Traceback\n"
+                 "Cell In[9], line 5\n----> 5 checks.check_close(w, [0.95, 2.1])\n\n"
+                 "\x1b[31mCheckFailed\x1b[39m: w: got 1.9 at index (1,), expected 2.1.\n"
+                 "2 of 2 entries differ.\nHint: the update is v - lr * grad.")
+    results = {"failed": [{"source": '"""sgd_step: moves each variable"""\nw = 1',
+                           "raw_error": traceback},
+                          {"source": "", "raw_error": "NotImplementedError"}]}
+    assert validation.summary(results).splitlines() == [
+        'failed: """sgd_step: moves each variable"""',
+        "    CheckFailed: w: got 1.9 at index (1,), expected 2.1.",
+        "    2 of 2 entries differ.", "    Hint: the update is v - lr * grad.", "",
+        "failed: (empty cell)", "    NotImplementedError"]

@@ -168,3 +168,38 @@ def test_check_equal_is_not_fooled_by_an_object_that_equals_anything():
     checks.check_equal(Always([1, 4]), [1, 4])  # a list subclass with the right items passes
     checks.check_equal(np.int64(3), 3)
     checks.check_equal((2, 2), [2, 2])
+
+
+def test_check_int_list_wants_a_list_of_python_ints():
+    checks.check_int_list([0, 3])
+    checks.check_int_list([])
+    assert fails(checks.check_int_list, np.array([1, 2]), name="rows").startswith(
+        "rows: got a numpy.ndarray, expected a list of ints.")
+    assert "rows[1]: got a numpy.int64" in fails(checks.check_int_list,
+                                                  [1, np.int64(2)], name="rows")
+    assert "got a bool" in fails(checks.check_int_list, [True])
+
+
+def test_check_rows_written_refuses_dense_writes_and_extra_rows():
+    sparse = [{"op": "ResourceScatterSub", "variable": 0, "rows": [1, 3]}]
+    checks.check_rows_written(sparse, [3, 1, 3])
+    dense = [{"op": "AssignSubVariableOp", "variable": 0, "rows": None}]
+    assert "whole variable (AssignSubVariableOp)" in fails(checks.check_rows_written, dense,
+                                                           [1, 3])
+    every = [{"op": "ResourceScatterSub", "variable": 0, "rows": [0, 1, 2, 3]}]
+    assert "got rows [0, 1, 2, 3] written, expected [1, 3]" in fails(
+        checks.check_rows_written, every, [1, 3])
+    other = [*sparse, {"op": "ResourceScatterSub", "variable": 1, "rows": [1]}]
+    assert "another variable" in fails(checks.check_rows_written, other, [1, 3])
+    assert "no write" in fails(checks.check_rows_written, [], [1])
+
+
+def test_check_logits_refuses_probabilities():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 5))
+    checks.check_logits(logits)
+    softmax = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    assert "got probabilities" in fails(checks.check_logits, softmax)
+    assert "between 0 and 1" in fails(checks.check_logits, 1 / (1 + np.exp(-logits)))
+    with pytest.raises(ValueError):
+        checks.check_logits(np.zeros(3))

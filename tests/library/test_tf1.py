@@ -67,7 +67,7 @@ def test_optimizer_is_made_inside_the_graph():
 
 
 def test_a_wrong_return_value_gets_a_clear_message():
-    with pytest.raises(CheckFailed, match="returned NoneType"):
+    with pytest.raises(CheckFailed, match="got a NoneType, expected the op"):
         tf1.train_in_graph(lambda loss, var, max_norm: None, np.ones((2, 2)),
                            [([0], [[1.0, 1.0]])], 1.0)
 
@@ -90,3 +90,25 @@ def test_dropout_rates_reach_nested_layers():
     rates = tf1.dropout_rates(model)
     assert {0.25, 0.5, 0.125} <= set(rates)
     assert set(rates) <= {0.0, 0.25, 0.5, 0.125}
+
+
+def test_dropout_places_say_where_a_tagger_drops_units():
+    def tagger(inputs_layer=0.0, inputs=0.0, states=0.0, outputs=0.0):
+        ids = keras.Input((None,), dtype="int32")
+        x = keras.layers.Embedding(10, 4, mask_zero=True)(ids)
+        if inputs_layer:
+            x = keras.layers.Dropout(inputs_layer)(x)
+        x = keras.layers.Bidirectional(keras.layers.LSTM(
+            3, return_sequences=True, dropout=inputs, recurrent_dropout=states))(x)
+        if outputs:
+            x = keras.layers.Dropout(outputs)(x)
+        return keras.Model(ids, keras.layers.Dense(2)(x))
+
+    assert tf1.dropout_places(tagger(inputs=0.4, states=0.4, outputs=0.4)) == {
+        "inputs": [0.4], "states": [0.4], "outputs": [0.4]}
+    assert tf1.dropout_places(tagger(inputs_layer=0.3, states=0.3, outputs=0.3)) == {
+        "inputs": [0.3], "states": [0.3], "outputs": [0.3]}
+    assert tf1.dropout_places(tagger(outputs=0.4)) == {"inputs": [], "states": [],
+                                                       "outputs": [0.4]}
+    assert tf1.dropout_places(tagger(inputs=0.2, states=0.5)) == {
+        "inputs": [0.2], "states": [0.5], "outputs": []}
