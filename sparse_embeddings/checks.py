@@ -41,6 +41,7 @@ __all__ = [
     "check_int_list",
     "check_rows_written",
     "check_logits",
+    "error_line",
     "hidden_seed",
 ]
 
@@ -62,6 +63,15 @@ def _sentence(parts: Sequence[str]) -> str:
     """`parts` as one sentence: joined by semicolons, its first letter a capital."""
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + "."
+
+
+def _shown(value, limit: int) -> str:
+    """`repr(value)`, or for a long one its first `limit` characters and how long it is:
+    a message names a value, it does not print ten thousand numbers."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters in all)"
 
 
 def _listing(items: Sequence) -> str:
@@ -143,7 +153,7 @@ def check_close(actual, expected, atol: float = 1e-6, rtol: float = 1e-6, name: 
             hint,
         )
     if actual_array.dtype == object:
-        _fail(f"{name}: got Python objects, expected numbers: {actual_array!r:.200}", hint)
+        _fail(f"{name}: got Python objects, expected numbers: {_shown(actual_array, 200)}", hint)
     a = actual_array.astype(np.float64)
     e = expected_array.astype(np.float64)
     bad_nan = np.isnan(a) & ~np.isnan(e)
@@ -353,7 +363,8 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
         if missing or extra or differ:
             if differ:
                 k = differ[0]
-                first = f"{name}[{k!r}]: got {actual[k]!r:.200}, expected {expected[k]!r:.200}."
+                first = (f"{name}[{k!r}]: got {_shown(actual[k], 200)}, expected "
+                         f"{_shown(expected[k], 200)}.")
             elif missing:
                 first = f"{name}: got no key {missing[0]!r}, expected one."
             else:
@@ -370,15 +381,15 @@ def check_equal(actual, expected, name: str = "result", hint: str | None = None)
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
             if a != e:
-                _fail(f"{name}[{i}]: got {a!r:.200}, expected {e!r:.200}.\n"
-                      f"(in {name} = {actual!r:.300})", hint)
+                _fail(f"{name}[{i}]: got {_shown(a, 200)}, expected {_shown(e, 200)}.\n"
+                      f"(in {name} = {_shown(actual, 300)})", hint)
         if len(actual) != len(expected):
             _fail(f"{name}: got {len(actual)} items, expected {len(expected)}.\n"
-                  f"Got {actual!r:.300}, expected {expected!r:.300}.", hint)
+                  f"Got {_shown(actual, 300)}, expected {_shown(expected, 300)}.", hint)
         return
     if actual != expected or type(actual) is not type(expected) and not (
             isinstance(actual, (int, float)) and isinstance(expected, (int, float))):
-        _fail(f"{name}: got {actual!r:.300}, expected {expected!r:.300}.", hint)
+        _fail(f"{name}: got {_shown(actual, 300)}, expected {_shown(expected, 300)}.", hint)
 
 
 def check_instance(actual, expected_type: type, name: str = "result",
@@ -453,6 +464,16 @@ def check_logits(actual, name: str = "the outputs", hint: str | None = None) -> 
               "activation.")
 
 
+def error_line(error: BaseException) -> str:
+    """The line of `error`'s message that says what went wrong, whole: its first line, or
+    for an error raised while tracing (TensorFlow's "in user code:", then the frames) its
+    last line; "" for an error without a message."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return lines[-1] if lines[0].endswith("in user code:") else lines[0]
+
+
 def _type_name(value) -> str:
     kind = type(value)
     return kind.__name__ if kind.__module__ == "builtins" else \
@@ -467,7 +488,8 @@ def check_int_list(actual, name: str = "result", hint: str | None = None) -> Non
               hint or "build a list: [int(i) for i in ...], or .tolist() of an array.")
     for i, item in enumerate(list.__iter__(actual)):
         if type(item) is not int:
-            _fail(f"{name}[{i}]: got a {_type_name(item)} ({item!r:.40}), expected an int.",
+            _fail(f"{name}[{i}]: got a {_type_name(item)} ({_shown(item, 40)}), expected an "
+                  "int.",
                   hint or "int(i) makes a Python int of a NumPy integer (.tolist() of an "
                   "array gives ints).")
 

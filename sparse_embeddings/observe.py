@@ -275,8 +275,8 @@ def keras_model(obj, name: str = "the model", hint: str | None = None):
         exported = keras_export(obj)
     except Exception as error:  # noqa: BLE001 - why it could not be exported is the message
         raise checks.CheckFailed(
-            f"{name} could not be read as a Keras model ({type(error).__name__}: "
-            f"{str(error)[:300]})" + (f"\nHint: {hint}" if hint else "")) from None
+            f"{name}: got {type(error).__name__} ({checks.error_line(error)}), expected a "
+            "Keras model that can be read." + (f"\nHint: {hint}" if hint else "")) from None
     if not isinstance(exported, dict) or not isinstance(exported.get("weights"), list):
         raise checks.CheckFailed(f"{name} could not be read as a Keras model")
     try:
@@ -521,9 +521,10 @@ def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float
         if _is_the_stub(error):  # the release's train_step: not answered, not a failure
             raise NotImplementedError() from None
         raise checks.CheckFailed(
-            f"the step could not be traced by tf.function ({type(error).__name__}: "
-            f"{str(error)[:300]}); it must be, as section 7 runs it. Hint: use TensorFlow "
-            "operations only: no .numpy() or float() on tensors inside the step.") from None
+            f"the step traced by tf.function: got {type(error).__name__} "
+            f"({checks.error_line(error)}), expected a graph, as section 7 runs it.\nHint: "
+            "use TensorFlow operations only: no .numpy() or float() on tensors inside the "
+            "step.") from None
     variables = []
     for name, kind, value in export["captures"]:
         if kind == "weight" and value in by_path:
@@ -559,9 +560,9 @@ def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float
         if pairs:
             LazyAdam(learning_rate).apply_gradients(pairs)
     except (ValueError, TypeError, StopIteration, tf.errors.OpError) as error:
-        raise checks.CheckFailed(f"the gradients the step gave the optimizer do not fit the "
-                                 f"model's weights ({type(error).__name__}: "
-                                 f"{str(error)[:200]})") from None
+        raise checks.CheckFailed(f"the gradients the step gave the optimizer: got "
+                                 f"{type(error).__name__} ({checks.error_line(error)}), "
+                                 "expected gradients that fit the model's weights.") from None
     return {"loss": loss, "grads": grads, "kinds": [kind for _, kind in export["grads"]],
             "names": [w.path for w in model.weights],
             "before": before, "after": [np.array(w.numpy()) for w in model.weights]}

@@ -203,3 +203,17 @@ def test_check_logits_refuses_probabilities():
     assert "between 0 and 1" in fails(checks.check_logits, 1 / (1 + np.exp(-logits)))
     with pytest.raises(ValueError):
         checks.check_logits(np.zeros(3))
+
+
+def test_error_line_keeps_the_line_that_says_what_went_wrong_whole():
+    long = "Input to reshape is a tensor with 3 values, but the requested shape has 28 " * 3
+    assert checks.error_line(ValueError(long + "\nmore detail")) == long.strip()
+    traced = TypeError("in user code:\n\n    File \"<cell>\", line 3\n\n    TypeError: "
+                       "Cannot convert 1 to EagerTensor of dtype bool\n")
+    assert checks.error_line(traced) == "TypeError: Cannot convert 1 to EagerTensor of dtype bool"
+    assert checks.error_line(ValueError()) == ""
+
+
+def test_a_long_value_is_named_with_its_length_not_cut_silently():
+    message = fails(checks.check_equal, list(range(500)), list(range(1, 501)), name="ids")
+    assert "characters in all)" in message.splitlines()[1]
