@@ -160,6 +160,13 @@ class Verdict:
                 not self.visible_failure)
 
     @property
+    def hidden_only_stale(self) -> bool:
+        """A wrong mutant said to be caught by hidden tests only that a visible test
+        caught: its `# Only hidden tests catch it:` line no longer holds."""
+        return (self.mutant is not None and self.mutant.kind == "wrong" and
+                bool(self.mutant.hidden_only) and self.visible_failure)
+
+    @property
     def expected_full(self) -> bool:
         return self.mutant is None or self.mutant.kind == "ok"
 
@@ -169,7 +176,8 @@ class Verdict:
             return self.score == 0
         if self.expected_full:
             return self.score == self.max_score
-        return self.score < self.max_score and not self.validate_passes_wrongly
+        return (self.score < self.max_score and not self.validate_passes_wrongly
+                and not self.hidden_only_stale)
 
     def describe(self) -> str:
         who = self.mutant.label if self.mutant else self.student
@@ -180,6 +188,10 @@ class Verdict:
             text = (f"{who}: only hidden tests of {self.exercise} failed, so Validate passes "
                     f"it; a visible test should check the requirement it breaks (or the file "
                     f"says '# {HIDDEN_ONLY} <the kind of case>')")
+        if self.hidden_only_stale:
+            text = (f"{who}: a visible test of {self.exercise} failed, but the file says "
+                    f"'# {HIDDEN_ONLY} ...': drop that line, or find the mistake that only "
+                    "hidden tests catch")
         failing = [m for m in self.messages if m]
         if failing:
             text += "; failing checks: " + " | ".join(m.splitlines()[0][:200] for m in failing)
