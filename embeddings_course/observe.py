@@ -198,7 +198,7 @@ def keras_model(obj, name: str = "the model", hint: str | None = None):
     import importlib
 
     from autograder.engine.observer import keras_models
-    from sparse_embeddings import checks
+    from embeddings_course import checks
 
     extra = {}
     for key, (registered, where) in LIBRARY_LAYERS.items():
@@ -301,7 +301,7 @@ def layer_facts(layer, calls=(), *, grads=(), fit=None, fresh_seed=None, rank=No
     the value the runs started from) and "attributes" (attribute name -> that value)."""
     import tensorflow as tf
 
-    from sparse_embeddings import checks
+    from embeddings_course import checks
 
     calls = [np.asarray(c.numpy() if isinstance(c, tf.Tensor) else c) for c in calls]
     grads = [np.asarray(g.numpy() if isinstance(g, tf.Tensor) else g) for g in grads]
@@ -440,7 +440,7 @@ def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float
     import keras
     import tensorflow as tf
 
-    from sparse_embeddings import checks
+    from embeddings_course import checks
     from sparse_embeddings.optimizers import LazyAdam
 
     model = keras.models.model_from_json(model_json)
