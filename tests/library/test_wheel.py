@@ -71,9 +71,12 @@ def test_the_library_declares_only_what_it_imports():
 
 
 def test_the_wheel_installs_alone_and_its_tests_and_example_run(tmp_path):
-    dist = tmp_path / "dist"
+    # built from a copy, so that no build/ or egg-info is left in the checkout
+    source, dist = tmp_path / "source", tmp_path / "dist"
+    shutil.copytree(LIBRARY, source, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.egg-info", "build", "dist"))
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", dist,
-          LIBRARY], timeout=300)
+          source], timeout=300)
     wheels = list(dist.glob("*.whl"))
     assert [w.name for w in wheels] == ["sparse_embeddings-1.0.0-py3-none-any.whl"]
     with zipfile.ZipFile(wheels[0]) as wheel:
