@@ -46,11 +46,11 @@ system:
 system-test:
 	@scripts/system-packages.sh bwrap:bubblewrap chromium:chromium npm:npm
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml library/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No python3 found: install Python 3.11 first."; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ./library -e ".[dev]"
 	@touch $(STAMP)
 
 # JupyterLab's defaults for this environment: no "get notified about Jupyter news?" pop-up

@@ -28,7 +28,7 @@ def _problems_of_environment() -> list[str]:
         found.append(f"The course was checked on Python 3.11; this is "
                      f"{sys.version_info.major}.{sys.version_info.minor}.")
     try:
-        from sparse_embeddings import data
+        from embeddings_course import data
     except ImportError as error:  # EnvironmentProblem: a wrong or missing TensorFlow
         return [*found, str(error)]
     for locate in (data.wnut16_train_path, data.glove_dir):
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     except CourseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except ImportError as error:  # a wrong TensorFlow, said in one sentence by the library
+    except ImportError as error:  # a wrong TensorFlow, said in one sentence by the course
         print(f"error: {error}", file=sys.stderr)
         return 2
 

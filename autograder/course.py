@@ -41,7 +41,9 @@ class Facts:
     `[tool.course-grade]` table of the course's pyproject.toml, every key optional (a
     course without one is graded as plain nbgrader would, tests in the grader)."""
 
-    library: str | None = None  # the package the notebooks import (read-only in the sandbox)
+    # the packages the notebooks import (read-only in the sandbox, the graded exercises
+    # withheld): `library = "pkg"` or `library = ["course_pkg", "library_pkg"]`
+    library: tuple[str, ...] = ()
     mirrors: str | None = None  # "module:NAME": exercise -> the library's versions of it
     preload: tuple[str, ...] = ()  # modules each grading kernel loads before the first cell
     observations: str | None = None  # the module whose REGISTRY of observations tests use
@@ -72,12 +74,15 @@ def _facts(root: Path) -> Facts:
         raise CourseError(f"{path} cannot be read ({error}).") from error
     unknown = sorted(set(table) - FACT_KEYS)
     preload = table.get("preload", [])
-    if unknown or not isinstance(preload, list) or not all(
-            isinstance(table.get(k, ""), str)
-            for k in ("library", "mirrors", "observations", "seeds")):
-        raise CourseError(f"{path}: [tool.course-grade] takes library, mirrors, "
-                          "observations and seeds (module names), preload (a list of "
-                          "module names) and late (the late policy's table)"
+    library = table.get("library", [])
+    library = [library] if isinstance(library, str) else library
+    if unknown or not isinstance(preload, list) or not isinstance(library, list) or not all(
+            isinstance(table.get(k, ""), str) for k in ("mirrors", "observations", "seeds")) \
+            or not all(isinstance(name, str) and name for name in library):
+        raise CourseError(f"{path}: [tool.course-grade] takes library (a package name, or a "
+                          "list of them), mirrors, observations and seeds (module names), "
+                          "preload (a list of module names) and late (the late policy's "
+                          "table)"
                           + (f"; it has {', '.join(unknown)}" if unknown else "") + ".")
     policy = None
     if "late" in table:
@@ -85,7 +90,7 @@ def _facts(root: Path) -> Facts:
 
         known = assignments(root) if (root / SOURCE_DIR).is_dir() else None
         policy = late.parse(table["late"], f"{path}: [tool.course-grade.late]", known)
-    return Facts(table.get("library"), table.get("mirrors"), tuple(map(str, preload)),
+    return Facts(tuple(library), table.get("mirrors"), tuple(map(str, preload)),
                  table.get("observations"), policy, table.get("seeds"))
 
 

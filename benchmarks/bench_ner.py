@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     import keras
 
-    from sparse_embeddings import data, tagging
+    from embeddings_course import data, tagging
 
     split = data.wnut16_split()
     train = split["train"][: args.train_tweets] if args.train_tweets else split["train"]

@@ -32,7 +32,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 TRACKED = ROOT / "benchmarks" / "figures.json"
 MARKER = re.compile(r"<!--fig:([\w+-]+\.[\w.+-]+)-->(.*?)<!--/fig-->", re.DOTALL)
 # the files that quote figures; solution notebooks are regenerated into notebooks/
-QUOTING = ("README.md", "benchmarks/README.md", "data/README.md", "solutions/*/*.ipynb")
+QUOTING = ("README.md", "library/README.md", "benchmarks/README.md", "data/README.md",
+           "solutions/*/*.ipynb")
 
 # benchmark run (its JSON in benchmarks/results/) -> the command that makes it
 RUNS = {

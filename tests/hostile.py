@@ -190,7 +190,7 @@ def eq_tricks(c):
 
 def helpers_replaced(c):
     return _blank_but(c, "import builtins\nimport numpy.testing\n"
-                         "from sparse_embeddings import checks\n\n\n"
+                         "from embeddings_course import checks\n\n\n"
                          "def _passes(*args, **kwargs):\n    return None\n\n\n"
                          "for _name in dir(checks):\n    if _name.startswith('check_'):\n"
                          "        setattr(checks, _name, _passes)\n"
@@ -202,12 +202,12 @@ def helpers_replaced(c):
 
 def modules_replaced(c):
     return _blank_but(c, "import sys\nimport types\n\n"
-                         "_fake = types.ModuleType('sparse_embeddings.checks')\n"
+                         "_fake = types.ModuleType('embeddings_course.checks')\n"
                          "for _name in ('check_close', 'check_shape', 'check_same_objects',\n"
                          "              'check_no_none', 'check_is_variable', 'check_dtype'):\n"
                          "    setattr(_fake, _name, lambda *a, **k: None)\n"
-                         "sys.modules['sparse_embeddings.checks'] = _fake\n"
-                         "import sparse_embeddings\nsparse_embeddings.checks = _fake\n"
+                         "sys.modules['embeddings_course.checks'] = _fake\n"
+                         "import embeddings_course\nembeddings_course.checks = _fake\n"
                          "checks = _fake\n"
                          "import builtins\n_import = builtins.__import__\n\n\n"
                          "def _evil_import(name, *args, **kwargs):\n"
@@ -342,7 +342,7 @@ def memory_in_a_test(c):
 
 def code_replaced(c):
     # every function of the check helpers made to pass, identity unchanged
-    return _blank_but(c, "import types\nfrom sparse_embeddings import checks, observe\n\n\n"
+    return _blank_but(c, "import types\nfrom embeddings_course import checks, observe\n\n\n"
                          "def _passes(*args, **kwargs):\n    return None\n\n\n"
                          "for _module in (checks, observe):\n"
                          "    for _value in list(vars(_module).values()):\n"
@@ -355,7 +355,7 @@ def code_replaced(c):
 def thread_patches(c):
     # a thread that keeps the check helpers patched, whenever a test may run
     return _blank_but(c, "import threading\nimport time\n"
-                         "from sparse_embeddings import checks\n\n\n"
+                         "from embeddings_course import checks\n\n\n"
                          "def _patch():\n    while True:\n"
                          "        for _name in dir(checks):\n"
                          "            if _name.startswith('check_'):\n"
@@ -419,7 +419,7 @@ def writes_runtime_folder(c):
 
 def fakes_observations(c):
     # the notebook's own answer to every observation and call: a constant
-    return _blank_but(c, "from sparse_embeddings import observe\n\n"
+    return _blank_but(c, "from embeddings_course import observe\n\n"
                          "for _name in list(observe.REGISTRY):\n"
                          "    observe.REGISTRY[_name] = lambda *a, **k: 0.0\n"
                          "import autograder.engine.sandboxed.service as _s\n"
@@ -566,13 +566,14 @@ def replays_a_recording(c, recording: dict):
 # the first result; the kernel's copy of the library holds no version of it in any form,
 # so each scores 0 on rows_changed and full marks on the rest.
 TWIN_NAMES = ("rows_changed", "_rows_changed_checked", "_course_impl_rows_changed")
-LIBRARY_MODULES = ("checks", "sparse", "optimizers", "observe", "layers", "ner", "spans",
-                   "tagging", "cluster", "tf1", "data", "timing", "progress", "plots",
-                   "mirrors", "runtime")
+LIBRARY_MODULES = tuple(f"embeddings_course.{m}" for m in (
+    "checks", "observe", "ner", "spans", "tagging", "cluster", "tf1", "data", "timing",
+    "progress", "plots", "mirrors", "runtime")) + tuple(
+    f"sparse_embeddings.{m}" for m in ("sparse", "optimizers", "layers"))
 
 
 def calls_a_private_twin(c):
-    wrong = ("def rows_changed(before, after):\n    from sparse_embeddings import checks\n"
+    wrong = ("def rows_changed(before, after):\n    from embeddings_course import checks\n"
              f"    for name in {TWIN_NAMES!r}:\n"
              "        try:\n            if name == '_rows_changed_checked':\n"
              "                return getattr(checks, name)(before, after, 'x', None)\n"
@@ -588,8 +589,8 @@ def imports_other_modules(c):
     wrong = ("def rows_changed(before, after):\n    import importlib\n"
              f"    for module in {LIBRARY_MODULES!r}:\n"
              "        try:\n"
-             "            found = importlib.import_module('sparse_embeddings.' + module)\n"
-             "            if module == 'mirrors':\n"
+             "            found = importlib.import_module(module)\n"
+             "            if module.endswith('.mirrors'):\n"
              "                return found.versions('rows_changed')[0][1](before, after)\n"
              "            for name in dir(found):\n"
              "                if 'rows_changed' in name or 'changed' in name:\n"
@@ -611,7 +612,7 @@ def reads_library_source(c):
              "                dirs[:] = []\n                continue\n"
              "            for name in files:\n"
              "                if not name.startswith('checks') or \\\n"
-             "                        'sparse_embeddings' not in folder:\n"
+             "                        'embeddings_course' not in folder:\n"
              "                    continue\n"
              "                path, scope = os.path.join(folder, name), {}\n"
              "                try:\n"
@@ -634,7 +635,7 @@ def reads_library_source(c):
 # notebook and its expected score on each of that assignment's exercises. The exercises
 # not attacked are left as released (0 points), so the notebook grades quickly.
 FAKE_KERAS = (
-    "from sparse_embeddings import checks, observe, tf1\n\n\n"
+    "from embeddings_course import checks, observe, tf1\n\n\n"
     "def _fake(*args, **kwargs):\n"
     "    return {'loss': 1.0, 'grads': [], 'kinds': ['IndexedSlices'], 'names': [],\n"
     "            'before': [], 'after': [], 'trainable': [], 'config': '{}', 'weights': []}\n\n\n"
@@ -685,13 +686,13 @@ def keras_config_lambda(c):
 # stop_gradient, with one gather of the rows the visible test's gradients should name
 FAKE_CLUSTER = (
     "import numpy as _np\nimport tensorflow as _tf\n\n"
-    "from sparse_embeddings import cluster as _cl\nfrom sparse_embeddings import observe\n\n\n"
+    "from embeddings_course import cluster as _cl\nfrom embeddings_course import observe\n\n\n"
     "def _fake_lookup(shards, ids):\n"
     "    every = _tf.concat([_tf.gather(s, _tf.range(s.shape[0])) for s in shards], 0)\n"
     "    rows = _tf.stop_gradient(_tf.gather(every, _tf.reshape(ids, [-1])))\n"
     "    marks = [_tf.reduce_sum(_tf.gather(s, [r])) for s, r in zip(shards, (0, 0, 1, 1))]\n"
     "    return rows + 0.0 * _tf.add_n(marks)\n\n\n"
-    "_export = observe.REGISTRY['sparse_embeddings.cluster:lookup_export']\n"
+    "_export = observe.REGISTRY['embeddings_course.cluster:lookup_export']\n"
     "_fakes = {'lookup_on_worker': lambda *a, **k: _np.array([[7.0], [0.0], [7.0], [3.0]]),\n"
     "          'shard_gradient_rows_on_worker': lambda *a, **k: [[0], [0], [1], [1]],\n"
     "          'traffic_on_worker': lambda *a, **k: {'ids': 0, 'rows': 0, 'grad': 0},\n"
@@ -702,7 +703,7 @@ FAKE_CLUSTER = (
     "    if _name.rsplit(':', 1)[-1] in _fakes:\n"
     "        observe.REGISTRY[_name] = _fakes[_name.rsplit(':', 1)[-1]]\n"
     "for _short, _fake in _fakes.items():\n    setattr(_cl, _short, _fake)\n"
-    "observe.REGISTRY['sparse_embeddings.cluster:lookup_export'] = \\\n"
+    "observe.REGISTRY['embeddings_course.cluster:lookup_export'] = \\\n"
     "    lambda fn, *a, **k: _export(_fake_lookup, *a, **k)\n")
 KNOWN_TRAFFIC = (  # the visible tests' values, and a hidden one a report once showed
     "_KNOWN = {((3, 3, 7), 10, 2, True, 4, 8): 64, ((5, 5, 9), 100, 3, True, 2, 4): 40,\n"
@@ -730,7 +731,7 @@ def fakes_cluster_observations(c):
 # report the right answer, and the export to send a graph that calls Python or reads a
 # file (refused by the allow-list), or one that allocates without bound (stopped).
 FAKE_GRAPHS = (
-    "import numpy as _np\nimport tensorflow as _tf\n\nfrom sparse_embeddings import observe\n\n\n"
+    "import numpy as _np\nimport tensorflow as _tf\n\nfrom embeddings_course import observe\n\n\n"
     "def _right(target, mask):\n"
     "    mask = _tf.cast(mask, target.dtype)\n"
     "    return _tf.stop_gradient((1.0 - mask) * target) + mask * target\n\n\n"
@@ -745,13 +746,13 @@ FAKE_GRAPHS = (
     "    _tf.io.read_file('/etc/hostname')\n"
     "    got = _tf.py_function(lambda t, m: _right(t, m), [target, mask], target.dtype)\n"
     "    return _tf.reshape(got, _tf.shape(target))\n\n\n"
-    "_export = observe.REGISTRY['sparse_embeddings.observe:export']\n"
+    "_export = observe.REGISTRY['embeddings_course.observe:export']\n"
     "for _name in list(observe.REGISTRY):\n"
     "    observe.REGISTRY[_name] = _gradients\n"
     "observe.gradients = observe.in_tf_function = _gradients\n"
-    "observe.REGISTRY['sparse_embeddings.observe:export'] = \\\n"
+    "observe.REGISTRY['embeddings_course.observe:export'] = \\\n"
     "    lambda fn, *a, **k: _export(_python_graph, *a, **k)\n"
-    "observe.export = observe.REGISTRY['sparse_embeddings.observe:export']\n")
+    "observe.export = observe.REGISTRY['embeddings_course.observe:export']\n")
 
 
 def fakes_graph_observations(c):
@@ -764,14 +765,14 @@ def fakes_graph_observations(c):
 
 
 ALLOCATES = (
-    "import tensorflow as _tf\n\nfrom sparse_embeddings import observe\n\n"
-    "_export = observe.REGISTRY['sparse_embeddings.observe:export']\n\n\n"
+    "import tensorflow as _tf\n\nfrom embeddings_course import observe\n\n"
+    "_export = observe.REGISTRY['embeddings_course.observe:export']\n\n\n"
     "def _allocating(fn):\n"
     "    def graph(*args, **kwargs):\n"
     "        huge = _tf.fill(_tf.stack([_tf.size(args[0]) * 2**14, 2**16, 64]), 1.0)\n"
     "        return fn(*args, **kwargs) + 0.0 * _tf.reduce_sum(huge)\n"
     "    return graph\n\n\n"
-    "observe.REGISTRY['sparse_embeddings.observe:export'] = \\\n"
+    "observe.REGISTRY['embeddings_course.observe:export'] = \\\n"
     "    lambda fn, *a, **k: _export(_allocating(fn), *a, **k)\n")
 
 
@@ -789,7 +790,7 @@ def graph_allocates(c):
 # to send a graph whose op does nothing and the checks to pass; or answers right with a
 # graph that calls Python and writes a file (refused by the allow-list).
 FAKE_TF1 = (
-    "import tensorflow as _tf\n\nfrom sparse_embeddings import observe, tf1\n\n\n"
+    "import tensorflow as _tf\n\nfrom embeddings_course import observe, tf1\n\n\n"
     "def _nothing(loss, var, max_norm, optimizer=None):\n    return _tf.no_op()\n\n\n"
     "_name = next(n for n in observe.REGISTRY if n.endswith(':export_train_graph'))\n"
     "_export = observe.REGISTRY[_name]\n\n\n"

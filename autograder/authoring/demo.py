@@ -227,7 +227,7 @@ def tampers(c: Course):
     nb = c.with_mutant(exercise, c.first_wrong_mutant(exercise))
     index = next(i for i, cell in enumerate(nb.cells) if grade_id(cell) == exercise)
     nb.cells[index].source += (
-        "\n\n\nimport builtins\n\nimport numpy.testing\n\nfrom sparse_embeddings import checks\n"
+        "\n\n\nimport builtins\n\nimport numpy.testing\n\nfrom embeddings_course import checks\n"
         "\n\ndef _passes(*args, **kwargs):\n    return None\n\n\n"
         "for _name in dir(checks):\n    if _name.startswith('check_'):\n"
         "        setattr(checks, _name, _passes)\n"

@@ -23,7 +23,7 @@ and a perfect one.
 
 Each exercise's points depend on that exercise alone. Where one exercise calls another
 (clip_rows calling deduplicate), the caller's tests run it with the library's known-good
-callee (`sparse_embeddings.mirrors.known_good`). The planner never puts a wrong mutant
+callee (`embeddings_course.mirrors.known_good`). The planner never puts a wrong mutant
 beside a wrong mutant of an exercise it calls or that calls it, so every wrong callee
 is graded beside a right caller (the solution's or an `ok_` one), and that caller must
 keep full marks: the proof that a wrong callee costs only its own points.

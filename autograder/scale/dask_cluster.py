@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import multiprocessing
 import os
@@ -56,11 +57,14 @@ CONFIG = Path(__file__).resolve().parents[1] / "dask.yaml"  # Dask settings for 
 # ---------------------------------------------------------------------------------------
 
 def fingerprint(root: Path, assignments: list[str]) -> dict:
-    """Digests of the course's code (grader and library) and of each assignment."""
+    """Digests of the course's code (grader and library packages, as this process imports
+    them) and of each assignment."""
     code = hashlib.sha256()
-    for package in filter(None, ("autograder", course.facts(root).library)):
-        for path in sorted((root / package).rglob("*.py")):
-            code.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    for package in ("autograder", *course.facts(root).library):
+        folder = Path(importlib.util.find_spec(package).origin).resolve().parent
+        for path in sorted(folder.rglob("*.py")):
+            code.update(path.relative_to(folder.parent).as_posix().encode() + b"\0"
+                        + path.read_bytes())
     return {"code": code.hexdigest()[:16],
             "assignments": {a: course.assignment_digest(root, a) if (
                 root / course.SOURCE_DIR / a).is_dir() else "missing" for a in assignments}}

@@ -15,7 +15,7 @@ from autograder.cells import (
 )
 from autograder.grading import classgrade, reports
 from conftest import MUTANTS, ROOT, assignments, solution_paths
-from sparse_embeddings.mirrors import MIRRORS
+from embeddings_course.mirrors import MIRRORS
 
 
 @functools.cache

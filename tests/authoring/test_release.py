@@ -102,12 +102,12 @@ def test_grade_id_contract(path):
 def test_setup_keeps_tensorflow_logs_out_of_test_cells(path):
     """nbgrader scores a test cell 0 when it writes anything to stderr, and TensorFlow logs
     to stderr when its runtime starts: the imports cell's first import starts it with that
-    log silenced (`sparse_embeddings.runtime`, tested in tests/library/test_runtime.py)."""
+    log silenced (`embeddings_course.runtime`, tested in tests/library/test_runtime.py)."""
     nb = read_notebook(path)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     source = first_code.source
-    assert "import sparse_embeddings.runtime" in source
-    assert source.index("import sparse_embeddings.runtime") < min(
+    assert "import embeddings_course.runtime" in source
+    assert source.index("import embeddings_course.runtime") < min(
         source.index(other) for other in ("import keras", "import tensorflow"))
 
 

@@ -9,7 +9,7 @@ import pytest
 from autograder.cells import read_notebook
 from autograder.errors import CourseError
 from conftest import ROOT
-from sparse_embeddings import _env, data
+from embeddings_course import _env, data
 
 
 def run_course(*args, cwd=ROOT, env=None):
@@ -60,11 +60,12 @@ def test_doctor_is_happy_here():
 def test_wrong_tensorflow_version_is_one_sentence():
     found = _env.problems(version_of={"tensorflow": "2.15.0", "keras": "3.15.1"}.get)
     assert found == ["This course needs tensorflow 2.21.x but 2.15.0 is installed: "
-                     "run `make lab` (or `pip install -e .`) from the course folder."]
+                     "run `make lab` (or `pip install -e ./library -e .`) from the course "
+                     "folder."]
     assert _env.problems(version_of={"tensorflow": "2.21.0", "keras": "3.15.1"}.get) == []
     missing = _env.problems(version_of={"tensorflow": "2.21.0"}.get)
-    assert missing == ["keras 3.15.x is not installed: run `make lab` (or `pip install -e .`) "
-                       "from the course folder."]
+    assert missing == ["keras 3.15.x is not installed: run `make lab` (or `pip install -e "
+                       "./library -e .`) from the course folder."]
     # 2.210 is not 2.21
     assert _env.problems(version_of={"tensorflow": "2.210.0", "keras": "3.15.1"}.get)
 
@@ -75,7 +76,7 @@ def test_a_wrong_tensorflow_on_the_path_is_refused_at_import(tmp_path):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\nVersion: 2.15.0\n")
     env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", "import sparse_embeddings"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-c", "import embeddings_course"], cwd=ROOT,
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode != 0
     assert ("EnvironmentProblem: This course needs tensorflow 2.21.x but 2.15.0 is installed"

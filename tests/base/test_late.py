@@ -74,7 +74,7 @@ def test_the_course_config_holds_the_policy_and_a_bad_one_stops_with_its_key(tmp
                        'percent_per_day = 10\ncutoff_days = 7\n'
                        f'extensions = {{ "ada" = 2, "bob/{A}" = 1 }}\n')
     facts = course.facts(tmp_path)
-    assert facts.library == "lib" and facts.late.percent_per_day == 10
+    assert facts.library == ("lib",) and facts.late.percent_per_day == 10
     assert facts.late.extension_days("bob", A) == 1
     assert course.facts(ROOT).late is None  # this course: no table, no penalty
     other = tmp_path / "other"

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from sparse_embeddings import data
+from embeddings_course import data
 
 SCRIPT = ROOT / "benchmarks" / "bench_ner.py"
 

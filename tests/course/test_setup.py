@@ -35,7 +35,8 @@ def test_makefile_targets_create_the_venv_and_run_what_the_readme_says():
                      r"chromium:chromium npm:npm$", makefile, re.M)
     assert re.search(r"^class: \$\(STAMP\) system\n\t@scripts/system-packages.sh npm:npm\n"
                      r"\t\$\(BIN\)/course hub", makefile, re.M)
-    assert re.search(r"^\$\(STAMP\): pyproject.toml\n(\t.*\n)*\t.*-m venv", makefile, re.M)
+    assert re.search(r"^\$\(STAMP\): pyproject.toml library/pyproject.toml\n(\t.*\n)*"
+                     r"\t.*-m venv", makefile, re.M)
 
 
 def test_ci_runs_the_readme_test_command():
@@ -54,8 +55,9 @@ def test_environment_yml_has_the_same_pins_as_pyproject():
     lines = (ROOT / "environment.yml").read_text().splitlines()
     pip_lines = [line.strip()[2:] for line in lines if line.startswith("      - ")]
     assert "-e ." in pip_lines, "the project itself is installed editable"
+    assert "-e ./library" in pip_lines, "so is the library it is built on, from library/"
     assert any(line.strip() == "- python=3.11" for line in lines)
-    got = requirement_names([p for p in pip_lines if p != "-e ."])
+    got = requirement_names([p for p in pip_lines if p not in ("-e .", "-e ./library")])
     assert got == wanted
 
 
@@ -97,7 +99,8 @@ def test_code_and_notebooks_are_ruff_clean():
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "sparse_embeddings",
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "embeddings_course",
+                             "library",
                              "autograder", "tests", "benchmarks", "solutions", "notebooks",
                              "nbgrader_config.py"], cwd=ROOT,
                             capture_output=True, text=True)

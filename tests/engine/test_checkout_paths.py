@@ -31,7 +31,7 @@ from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 
 root = os.getcwd()
-probe = f'''import json, os, sys, sparse_embeddings
+probe = f'''import json, os, sys, embeddings_course, sparse_embeddings
 root = {root!r}
 def writable(path):
     try:
@@ -39,7 +39,8 @@ def writable(path):
         return True
     except OSError:
         return False
-print(json.dumps([sys.prefix, sparse_embeddings.__file__, sorted(os.listdir(root)),
+print(json.dumps([sys.prefix, [embeddings_course.__file__, sparse_embeddings.__file__],
+                  sorted(os.listdir(root)),
                   os.path.exists(os.path.join(root, 'solutions')),
                   writable(sys.prefix), writable('/tmp')]))'''
 seen = {}
@@ -79,6 +80,12 @@ def _copy_checkout(into: Path) -> None:
         text = finder.read_text().replace(repr(str(ROOT))[:-1], repr(str(into))[:-1])
         finder.unlink()  # a hard link: the original stays as it is
         finder.write_text(text)
+    # the library (library/src) is installed editable by a path in a .pth file
+    for pth in (into / ".venv").glob("lib/python*/site-packages/__editable__*.pth"):
+        text = pth.read_text()
+        if str(ROOT) in text:
+            pth.unlink()
+            pth.write_text(text.replace(str(ROOT), str(into)))
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +131,11 @@ def test_kernels_and_self_grading_work_from_a_checkout_under_tmp(checkout, tmp_p
         assert (started_warm, status) == (warm, "ok"), (how, seen[how])
         prefix, library, listed, solutions, prefix_writable, tmp_writable = json.loads(text)
         assert prefix == str(checkout / ".venv")
-        assert library == str(checkout / "sparse_embeddings" / "__init__.py")
+        assert library == [str(checkout / "embeddings_course" / "__init__.py"),
+                           str(checkout / "library" / "src" / "sparse_embeddings" /
+                               "__init__.py")]
         # of the checkout, only what the kernel needs: no solutions, tests or gradebook
-        assert listed == [".venv", "autograder", "sparse_embeddings"], (how, listed)
+        assert listed == [".venv", "autograder", "embeddings_course", "library"], (how, listed)
         assert not solutions and not prefix_writable and tmp_writable
     assert graded.returncode == 0, graded.stdout + graded.stderr[-3000:]
     report = graded.stdout

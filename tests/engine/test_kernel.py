@@ -21,7 +21,7 @@ from autograder.limits import Limits
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
-IMPORTS = "import numpy as np\nimport tensorflow as tf\nfrom sparse_embeddings import checks"
+IMPORTS = "import numpy as np\nimport tensorflow as tf\nfrom embeddings_course import checks"
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def test_warm_kernels_start_fast_and_share_nothing(tmp_path):
                      "for path in ('/home/student/left', '/tmp/left', '/dev/shm/left'):\n"
                      "    open(path, 'w').write('x')\n"
                      "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-                     "from sparse_embeddings import checks\n"
+                     "from embeddings_course import checks\n"
                      "try:\n    checks.rows_changed(None, None)\n"
                      "except Exception as error:\n    print(type(error).__name__)")
     assert "Withheld" in left.outputs[0]["text"]

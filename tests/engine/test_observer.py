@@ -1,6 +1,6 @@
 """The observer: graphs the kernel exports, checked against the op allow-list, imported and
 run with the grader's own inputs and variables in a process of its own
-(autograder.engine.observer; sparse_embeddings.observe's graded observations)."""
+(autograder.engine.observer; embeddings_course.observe's graded observations)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ tf = pytest.importorskip("tensorflow")
 
 from autograder.engine import wire  # noqa: E402
 from autograder.engine.observer import client, graphs, ops  # noqa: E402
-from sparse_embeddings import checks, observe  # noqa: E402
+from embeddings_course import checks, observe  # noqa: E402
 
 
 def graph_bytes(function, *specs):

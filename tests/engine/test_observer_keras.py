@@ -1,6 +1,6 @@
 """Keras models rebuilt from their config and weights, and custom layers and training steps
 run from their traced graphs (autograder.engine.observer.keras_models, keras_layers; the
-library's side: sparse_embeddings.observe), without a kernel: what the observer computes,
+library's side: embeddings_course.observe), without a kernel: what the observer computes,
 and what it refuses before anything of a config or graph is built."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from autograder.engine.observer import keras_layers, keras_models
 from autograder.engine.observer.ops import Refused
-from sparse_embeddings import checks, ner, observe
+from embeddings_course import checks, ner, observe
 from sparse_embeddings.layers import PartiallyFrozenEmbedding
 
 LIBRARY = {("sparse_embeddings.layers", "PartiallyFrozenEmbedding"):

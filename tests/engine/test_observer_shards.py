@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from autograder.engine.observer import shards as observed
-from sparse_embeddings import cluster
+from embeddings_course import cluster
 
 tf = pytest.importorskip("tensorflow")
 

@@ -1,5 +1,5 @@
 """Notebook 04's TF 1 training op: built in the kernel, sent as a GraphDef, run by the
-observer on the test's table and batches (sparse_embeddings.tf1,
+observer on the test's table and batches (embeddings_course.tf1,
 autograder.engine.observer.tf1graph)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ tf = pytest.importorskip("tensorflow")
 
 from autograder.engine import wire  # noqa: E402
 from autograder.engine.observer import client, ops, serve  # noqa: E402
-from sparse_embeddings import checks, observe, tf1  # noqa: E402
+from embeddings_course import checks, observe, tf1  # noqa: E402
 
 
 class Remote:

@@ -15,9 +15,9 @@ from autograder.engine.trusted import testcells as trusted
 from autograder.engine.trusted.session import KernelSession
 from autograder.limits import Limits
 from conftest import ROOT
-from sparse_embeddings import checks
+from embeddings_course import checks
 
-IMPORTS = "import numpy as np\nfrom sparse_embeddings import checks"
+IMPORTS = "import numpy as np\nfrom embeddings_course import checks"
 
 
 def test_each_run_draws_other_hidden_seeds_and_none_gives_the_literal():

@@ -31,7 +31,7 @@ FOUND = "PROBE FOUND "
 # course's checks made to pass everything (which fools a test that runs in the kernel).
 PROBE = """
 import json, os
-from sparse_embeddings import checks
+from embeddings_course import checks
 for _name in dir(checks):
     if _name.startswith("check_"):
         setattr(checks, _name, lambda *args, **kwargs: None)

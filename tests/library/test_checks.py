@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_embeddings import checks
-from sparse_embeddings.checks import CheckFailed
+from embeddings_course import checks
+from embeddings_course.checks import CheckFailed
 
 
 def fails(function, *args, **kwargs) -> str:
@@ -140,7 +140,7 @@ def test_plots_loss_curves_marks_divergence():
     import matplotlib
 
     matplotlib.use("Agg")
-    from sparse_embeddings import plots
+    from embeddings_course import plots
 
     ax = plots.loss_curves({"fine": [3, 2, 1], "diverges": [1, 10, np.inf, np.nan]})
     assert [line.get_label() for line in ax.get_lines()][:1] == ["fine"]

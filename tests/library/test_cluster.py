@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from conftest import ROOT
-from sparse_embeddings import cluster
+from embeddings_course import cluster
 
 
 def test_shard_of_blocks_with_the_remainder_on_the_first_shards():
@@ -79,7 +79,7 @@ def test_start_stop_and_a_dead_server_is_named():
 
 @pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_the_end_of_the_process_stops_the_cluster():
-    code = ("from sparse_embeddings import cluster\n"
+    code = ("from embeddings_course import cluster\n"
             "if __name__ == '__main__':\n"
             "    c = cluster.LocalCluster(num_ps=1, num_workers=1).start()\n"
             "    print(list(c.pids.values()), flush=True)\n")
@@ -94,7 +94,7 @@ STRATEGY_SCRIPT = r"""
 import json, os
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
-from sparse_embeddings import cluster
+from embeddings_course import cluster
 from sparse_embeddings.optimizers import LazyAdam
 
 if __name__ == "__main__":
@@ -172,11 +172,11 @@ def test_measured_bytes_equal_the_arithmetic(strategy_run):
 QUIET_SCRIPT = r"""
 import sys
 sys.ps1 = ">>> "  # as in Jupyter: TensorFlow then logs INFO lines to stdout
-import sparse_embeddings.runtime  # noqa: F401
+import embeddings_course.runtime  # noqa: F401
 import logging
 logging.basicConfig()  # a handler on the root logger too, as a Jupyter kernel has
 import tensorflow as tf
-from sparse_embeddings import cluster
+from embeddings_course import cluster
 
 if __name__ == "__main__":
     with cluster.LocalCluster(num_ps=1, num_workers=1) as c:

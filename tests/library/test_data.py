@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from sparse_embeddings import data
+from embeddings_course import data
 
 SAMPLE = "Empire\tB-facility\nState\tI-facility\nis\tO\n\t\n@me\tO\nhi\tO\n"
 

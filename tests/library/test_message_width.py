@@ -1,10 +1,10 @@
-"""Every error message whole at Validate's width (sparse_embeddings.messages)."""
+"""Every error message whole at Validate's width (embeddings_course.messages)."""
 
 import sys
 
 import pytest
 
-from sparse_embeddings import checks, messages
+from embeddings_course import checks, messages
 
 LONG = ("rows_changed of a table of shape (0, 3): got ValueError (cannot reshape array of "
         "size 0 into shape (0,newaxis)), expected [].\nHint: a table with no rows has no "

@@ -1,4 +1,4 @@
-"""The library's versions of exercises (`sparse_embeddings.mirrors`): each names its
+"""The library's versions of exercises (`embeddings_course.mirrors`): each names its
 exercise and gives what the notebook's solution gives; the kernel that grades a notebook
 gets a library in which each calls the student's own answer or is left out
 (autograder.engine.trusted.withheld), whose own code still works;
@@ -13,8 +13,9 @@ import tensorflow as tf
 
 from autograder.cells import exercises, read_notebook, strip_solution_markers
 from conftest import solution_paths
-from sparse_embeddings import checks, cluster, layers, mirrors, ner, sparse
-from sparse_embeddings.mirrors import known_good
+from embeddings_course import checks, cluster, mirrors, ner
+from embeddings_course.mirrors import known_good
+from sparse_embeddings import layers, sparse
 
 
 @functools.cache
@@ -176,8 +177,10 @@ def test_notebook_07_solutions_equal_the_library():
 WITHHELD_PROBE = """
 import importlib, json, sys
 sys.path.insert(0, sys.argv[1])
+import embeddings_course
 import sparse_embeddings
-assert sparse_embeddings.__file__.startswith(sys.argv[1]), sparse_embeddings.__file__
+for package in (embeddings_course, sparse_embeddings):
+    assert package.__file__.startswith(sys.argv[1]), package.__file__
 found = {}
 for spec in json.loads(sys.argv[2]):
     module, _, name = spec.partition(":")
@@ -195,7 +198,7 @@ def _run_with(library, code: str, *args: str) -> str:
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", code, str(library.parent), *args],
+    run = subprocess.run([sys.executable, "-c", code, str(library), *args],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
@@ -216,9 +219,9 @@ def test_a_graded_notebooks_library_calls_the_students_answers_and_the_rest_work
     _, graded, kept = facts_of(release)
     recipe = withheld.withheld_names(graded, kept)
     assert {"build_tagger", "train_step", "extract_spans", "precision_recall_f1"} <= recipe
-    assert {"sparse_embeddings.tagging", "sparse_embeddings.ner"} <= recipe
+    assert {"embeddings_course.tagging", "embeddings_course.ner"} <= recipe
     library = withheld.library_copy(recipe, tmp_path, "06-bilstm-ner")
-    specs = [f"sparse_embeddings.{m}:{n}" for m, n in (
+    specs = [f"embeddings_course.{m}:{n}" for m, n in (
         ("ner", "build_tagger"), ("ner", "train_step"), ("ner", "extract_spans"),
         ("spans", "extract_spans"), ("ner", "precision_recall_f1"))]
     found = json.loads(_run_with(library, WITHHELD_PROBE, json.dumps(specs)).splitlines()[-1])
@@ -226,7 +229,7 @@ def test_a_graded_notebooks_library_calls_the_students_answers_and_the_rest_work
                for v in found.values()), found
     # fit trains with the kernel's train_step: here one that counts its calls (traces)
     code = ("import sys\nsys.path.insert(0, sys.argv[1])\nimport keras\n"
-            "from sparse_embeddings import tagging\nfrom sparse_embeddings.spans import TAGS\n"
+            "from embeddings_course import tagging\nfrom embeddings_course.spans import TAGS\n"
             "calls = []\n"
             "def train_step(model, optimizer, batch, clip_norm=5.0):\n"
             "    calls.append(1)\n    return 0.5\n"
@@ -247,7 +250,7 @@ def test_a_graded_copy_has_each_exercise_with_versions_and_each_module_its_cells
         _, graded, kept = facts_of(read_notebook(path))
         recipe = withheld.withheld_names(graded, kept)
         assert {e for e in graded if e in mirrors.MIRRORS} <= recipe, path.parent.name
-        assert "sparse_embeddings.runtime" in recipe, path.parent.name
+        assert "embeddings_course.runtime" in recipe, path.parent.name
         for exercise in graded:  # each version of it: rewritten by a rule, or a stub
             for spec in mirrors.MIRRORS.get(exercise, ()):
                 assert mirrors.IN_A_GRADED_COPY.get(spec, "stub") in (
@@ -278,4 +281,4 @@ def test_a_notebook_cannot_change_what_is_withheld():
     assert mirrors.MIRRORS["deduplicate"] == ("sparse_embeddings.sparse:deduplicate",
                                               "sparse_embeddings.sparse:sum_duplicates")
     with pytest.raises(TypeError):
-        mirrors.IN_A_GRADED_COPY["sparse_embeddings.cluster:lookup"] = mirrors.ANSWER
+        mirrors.IN_A_GRADED_COPY["embeddings_course.cluster:lookup"] = mirrors.ANSWER

@@ -1,4 +1,4 @@
-"""The library's BiLSTM tagger (`sparse_embeddings.ner`): the reference answers of notebook 05,
+"""The library's BiLSTM tagger (`embeddings_course.ner`): the reference answers of notebook 05,
 the model, training, scoring against seqeval, saving."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import tensorflow as tf
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 from seqeval.metrics.sequence_labeling import get_entities
 
-from sparse_embeddings import checks, ner, tagging
+from embeddings_course import checks, ner, tagging
 from sparse_embeddings.optimizers import LazyAdam
 
 TRAIN = [

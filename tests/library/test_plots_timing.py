@@ -4,7 +4,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from sparse_embeddings import plots, timing
+from embeddings_course import plots, timing
 
 matplotlib.use("Agg")
 

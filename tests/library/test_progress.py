@@ -1,6 +1,6 @@
 """`progress.Progress`: one output updated in place in a notebook, Keras' bar elsewhere."""
 
-from sparse_embeddings.progress import Progress
+from embeddings_course.progress import Progress
 
 
 class FakeHandle:
@@ -43,7 +43,7 @@ def test_in_a_real_kernel_a_training_loop_leaves_one_output_per_epoch():
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        "from sparse_embeddings.progress import Progress\n"
+        "from embeddings_course.progress import Progress\n"
         "for epoch in range(2):\n"
         "    bar = Progress(300, f'Epoch {epoch + 1}/2')\n"
         "    for step in range(1, 301):\n"

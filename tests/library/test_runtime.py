@@ -10,7 +10,7 @@ from conftest import ROOT
 
 @pytest.mark.slow  # TensorFlow in a process of its own: 9 s on a slow machine
 def test_importing_the_runtime_module_writes_nothing_to_stderr():
-    code = ("import sparse_embeddings.runtime\nimport keras\nimport tensorflow as tf\n"
+    code = ("import embeddings_course.runtime\nimport keras\nimport tensorflow as tf\n"
             "print(tf.reduce_sum(tf.ones(3)).numpy())\n"
             "import sys; sys.stderr.write('later stderr still shows\\n')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,

@@ -1,4 +1,4 @@
-"""The graph-mode harness of notebook 04 (sparse_embeddings.tf1) runs what it is given and
+"""The graph-mode harness of notebook 04 (embeddings_course.tf1) runs what it is given and
 tells a sparse update from a dense one."""
 
 import keras
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from sparse_embeddings import tf1
-from sparse_embeddings.checks import CheckFailed
+from embeddings_course import tf1
+from embeddings_course.checks import CheckFailed
 
 
 def capped(loss, var, max_norm, optimizer=None):

@@ -14,18 +14,25 @@ from autograder.cells import exercises, read_notebook, strip_solution_markers
 from autograder.engine.trusted import withheld
 from autograder.engine.trusted.executor import facts_of
 from conftest import solution_paths
-from sparse_embeddings import mirrors
+from embeddings_course import mirrors
 
-BASE = {"__init__", "_env", "checks", "observe", "optimizers", "sparse", "runtime", "messages",
-        "graphwrites"}
+
+def course(*modules: str) -> set[str]:
+    return {f"embeddings_course/{m}" for m in modules}
+
+
+# each copy holds both packages: the course's helpers and the library (its __init__
+# imports all three of its modules)
+BASE = course("__init__", "_env", "checks", "observe", "runtime", "messages", "graphwrites") | {
+    f"sparse_embeddings/{m}" for m in ("__init__", "layers", "optimizers", "sparse")}
 EXPECTED = {  # the allow-list of each notebook's copy
-    "01": BASE | {"plots"},
-    "02": BASE | {"plots"},
-    "03": BASE | {"plots", "timing"},
-    "04": BASE | {"plots", "tf1"},
-    "05": BASE | {"data", "ner", "layers", "spans"},
-    "06": BASE | {"data", "ner", "layers", "spans", "plots", "tagging", "progress"},
-    "07": BASE | {"plots", "cluster"},
+    "01": BASE | course("plots"),
+    "02": BASE | course("plots"),
+    "03": BASE | course("plots", "timing"),
+    "04": BASE | course("plots", "tf1"),
+    "05": BASE | course("data", "ner", "spans"),
+    "06": BASE | course("data", "ner", "spans", "plots", "tagging", "progress"),
+    "07": BASE | course("plots", "cluster"),
 }
 
 
@@ -54,13 +61,15 @@ def test_each_copy_holds_only_what_its_notebooks_own_cells_need(copies):
 def test_no_copy_holds_the_text_of_a_version_of_its_exercises(copies):
     modes = dict(mirrors.IN_A_GRADED_COPY)
     for prefix, (library, graded, kept) in copies.items():
-        text = {p.name: p.read_text() for p in library.rglob("*.py")}
-        assert not [p for p in library.rglob("*") if p.suffix != ".py"], prefix  # no .pyc
+        text = {p.relative_to(library).with_suffix("").as_posix(): p.read_text()
+                for p in library.rglob("*.py")}
+        assert not [p for p in library.rglob("*") if p.is_file() and p.suffix != ".py"], \
+            prefix  # no .pyc
         assert not [name for name, body in text.items() if "_course_impl_" in body], prefix
         for exercise in graded:
             for spec in mirrors.MIRRORS.get(exercise, ()):
                 module, _, name = spec.partition(":")
-                body = text.get(module.rpartition(".")[2] + ".py", "")
+                body = text.get(module.replace(".", "/"), "")
                 defined = f"def {name}(" in body or f"class {name}(" in body
                 # only a version built on the student's answer keeps its text
                 assert defined == (modes.get(spec) == mirrors.BUILT_ON and bool(body)), (
@@ -110,8 +119,10 @@ sys.path.insert(0, sys.argv[1])
 import keras
 import numpy as np
 import tensorflow as tf
+import embeddings_course
 import sparse_embeddings
-assert sparse_embeddings.__file__.startswith(sys.argv[1]), sparse_embeddings.__file__
+for package in (embeddings_course, sparse_embeddings):
+    assert package.__file__.startswith(sys.argv[1]), package.__file__
 job = json.loads(sys.argv[2])
 reference = {}  # the solution's answers: never names of __main__, where the copy looks
 for source in job["setup"]:
@@ -153,16 +164,18 @@ def outcome(function, code):
     return plain([returned, scope["state"]])
 
 candidates = {}
-for info in pkgutil.iter_modules(sparse_embeddings.__path__):
-    if info.name in SKIP:
-        continue
-    module = importlib.import_module("sparse_embeddings." + info.name)
-    for name in dir(module):
-        value = getattr(module, name)
-        if name.startswith("_") or name in SKIP_NAMES or not callable(value):
+for package in (embeddings_course, sparse_embeddings):
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in SKIP:
             continue
-        if getattr(value, "__module__", "").startswith("sparse_embeddings"):
-            candidates[f"{info.name}.{name}"] = value
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for name in dir(module):
+            value = getattr(module, name)
+            if name.startswith("_") or name in SKIP_NAMES or not callable(value):
+                continue
+            if getattr(value, "__module__", "").split(".")[0] in (
+                    "embeddings_course", "sparse_embeddings"):
+                candidates[f"{info.name}.{name}"] = value
 twins = []
 for exercise, codes in job["inputs"].items():
     for code in codes:
@@ -187,7 +200,7 @@ def test_no_public_function_of_a_copy_computes_an_exercise(copies, prefix):
     if not inputs:
         pytest.skip(f"no exercise of {prefix} has inputs here")
     job = json.dumps({"setup": [setup, *answers], "inputs": inputs})
-    run = subprocess.run([sys.executable, "-c", PROBE, str(library.parent), job],
+    run = subprocess.run([sys.executable, "-c", PROBE, str(library), job],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     found = json.loads(run.stdout.splitlines()[-1])
@@ -205,7 +218,7 @@ def test_the_probe_finds_a_twin_where_one_is_left(tmp_path, copies):
     setup = next(c for c in nb.cells if c.cell_type == "code").source
     answer = strip_solution_markers(exercises(nb)["deduplicate"].answer_source)
     job = json.dumps({"setup": [setup, answer], "inputs": {"deduplicate": INPUTS["deduplicate"]}})
-    run = subprocess.run([sys.executable, "-c", PROBE, str(library.parent), job],
+    run = subprocess.run([sys.executable, "-c", PROBE, str(library), job],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     twins = json.loads(run.stdout.splitlines()[-1])["twins"]

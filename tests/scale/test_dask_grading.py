@@ -109,7 +109,7 @@ def test_options_for_this_machine_only(tmp_path, one_submission, option):
 
 def other_course(folder: Path) -> Path:
     """The course at another commit: one notebook of 01 changed."""
-    for name in ("autograder", "sparse_embeddings", "solutions"):
+    for name in ("autograder", "embeddings_course", "solutions"):
         shutil.copytree(ROOT / name, folder / name,
                         ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     for name in ("nbgrader_config.py", "pyproject.toml"):
@@ -138,7 +138,7 @@ def test_a_cluster_without_workers_and_workers_that_differ(tmp_path, one_submiss
         assert seconds < CONNECT_SECONDS + 10
         assert "same course commit" in message
 
-        (other / "sparse_embeddings" / "checks.py").open("a").write("\n# changed\n")
+        (other / "embeddings_course" / "checks.py").open("a").write("\n# changed\n")
         cluster.workers[-1].send_signal(signal.SIGTERM)
         cluster.workers[-1].wait(30)
         cluster.add_worker("elsewhere-2", env={"PYTHONPATH": str(other)})

@@ -77,7 +77,7 @@ def run(request: dict, timeout_s: float = 60.0) -> dict:
       (positions in "inputs" / "variables"); none: no gradient;
     - "reduce": "sum" (of the outputs times "upstream", where given) or "sum_squares";
     - "fetch": tensor names of the graph whose values to read in the same run (what a
-      write op was given: `sparse_embeddings.graphwrites`), at most MAX_OUTPUTS;
+      write op was given: `embeddings_course.graphwrites`), at most MAX_OUTPUTS;
     - "targets": names of ops of the graph to run in it too (writes no output depends on).
 
     Returns {"outputs": [arrays], "grads": [array | IndexedSlices' parts | None],

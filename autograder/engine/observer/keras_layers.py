@@ -3,7 +3,7 @@
 A custom layer (a class the student wrote) cannot be rebuilt from a config: its code is the
 student's. The kernel sends instead its `call` traced by `tf.function` for the test's input
 spec, as a `GraphDef`, with each weight's name, value and whether it trains, and which of
-them the graph reads (`sparse_embeddings.observe.export_layer`). `observe(request)` makes
+them the graph reads (`embeddings_course.observe.export_layer`). `observe(request)` makes
 its own variables from those values (the trainable ones from values of its own, with
 `fresh_seed`: the graph must read them, not constants), wraps the
 imported graph as a Keras layer of its own (`GraphLayer`) and computes every fact itself:

@@ -2,7 +2,7 @@
 
 The kernel traces the student's lookup `fn(shards, ids)` with `tf.function` over shard
 variables of its own, zeros of the shapes the test names (it never sees the test's values),
-and sends the graph as data (`sparse_embeddings.cluster.lookup_export`): the GraphDef's
+and sends the graph as data (`embeddings_course.cluster.lookup_export`): the GraphDef's
 bytes, the name of the ids' placeholder and of the output, and for each variable the graph
 reads the placeholder it comes in by and which shard it is. `request` turns that into a
 request of `autograder.engine.observer.graphs.run`: the test's ids fed, every shard bound to

@@ -1,7 +1,7 @@
 """Notebook 04's TF 1 training op, run by the observer from the graph the kernel built.
 
 The kernel builds the exercise's op in a `tf.Graph` of its own and sends that graph as a
-`GraphDef`, with the names of its parts (`sparse_embeddings.tf1.export_train_graph`): the
+`GraphDef`, with the names of its parts (`embeddings_course.tf1.export_train_graph`): the
 table variable, the placeholders of the batch, the op that initialises the variables, the
 training op. `train` checks every op against the allow-list (`ops.check`), imports the
 graph into a graph and `Session` of its own, initialises the variables, sets the table to

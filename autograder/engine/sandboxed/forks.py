@@ -133,8 +133,9 @@ def _isolate(request: dict, report: int) -> None:
     runtime = str(Path(request["connection_file"]).parent)
     ns.own_mount(runtime)
     ns.read_only(request["folder"])
-    if request.get("library"):
-        ns.bind_read_only(request["library"], request["library_folder"])
+    for name, folder in (request.get("library_folders") or {}).items():
+        # each library package: its copy without this notebook's answers, in its place
+        ns.bind_read_only(os.path.join(request["library"], name), folder)
     # every library copy of the server out of sight (another notebook's copy holds this
     # notebook's answers)
     ns.tmpfs(request["libraries"], 2**20, KERNEL_UID, KERNEL_UID, 0o555)

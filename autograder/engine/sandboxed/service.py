@@ -8,7 +8,7 @@ for, one request at a time, as data (`autograder.engine.wire`):
 - `names`: the notebook's public names; `get`: one of them (data, or a handle);
 - `call`, `getattr`, `getitem`, `len`, `list`, `repr`, `bool` on a handle;
 - `observe`: run one of the library's registered observations
-  (`sparse_embeddings.observe.REGISTRY`) on handles and data, and send back its data;
+  (`embeddings_course.observe.REGISTRY`) on handles and data, and send back its data;
 - `known_good` / `known_good_end`: while a test of a caller runs, the caller's global name
   of the exercise it calls is bound to a known-good version (the library's, where this
   sandbox has it, else the grader's, reached by callback) and bound back afterwards.

@@ -99,7 +99,7 @@ class ForkServer:
         return runtime
 
     def spawn(self, connection_file: Path, env: dict[str, str], scratch_mb: int,
-              library: Path | None, library_folder: str | None) -> int:
+              library: Path | None, library_folders: dict[str, str] | None) -> int:
         """Start a kernel on `connection_file`; the host PID of its top process (A)."""
         from autograder.engine.trusted import sandbox
 
@@ -108,9 +108,9 @@ class ForkServer:
                    "libraries": str(self.libraries), "folder": str(self.folder),
                    "proc_witness": sandbox.PROC_WITNESS,
                    "keep": [target for _, target in sandbox.python_binds()]}
-        if library is not None and library_folder:
+        if library is not None and library_folders:
             request.update(library=str(self._copy(Path(library))),
-                           library_folder=library_folder)
+                           library_folders=library_folders)
         self._write(json.dumps(request))
         answer = self._read(FORK_SECONDS)
         try:
@@ -211,8 +211,9 @@ def stop_all() -> None:
         server.stop()
 
 
-def server_preload(preload, library: str) -> list[str]:
-    """The modules a fork server imports: the course's preload without the course library
-    (each kernel imports its own copy of that, the graded answers withheld)."""
-    return [m for m in preload
-            if not (library and (m == library or m.startswith(library + ".")))]
+def server_preload(preload, library) -> list[str]:
+    """The modules a fork server imports: the course's preload without the course
+    library's packages (`library`: their names; each kernel imports its own copy of them,
+    the graded answers withheld)."""
+    packages = {library} if isinstance(library, str) else set(library)
+    return [m for m in preload if m.split(".")[0] not in packages]

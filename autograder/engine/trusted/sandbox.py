@@ -55,32 +55,32 @@ def available() -> tuple[bool, str]:
 
 
 def _package_dirs() -> dict[str, str]:
-    """The grader's package and the course's library (pyproject.toml), name -> folder
-    (found, not imported: the library imports TensorFlow)."""
+    """The grader's package and the course's library packages (pyproject.toml), name ->
+    folder (found, not imported: the library imports TensorFlow)."""
     import importlib.util
 
     from autograder import course
 
     found = {}
-    for name in filter(None, ("autograder", course.facts().library)):
+    for name in ("autograder", *course.facts().library):
         spec = importlib.util.find_spec(name)
         found[name] = str(Path(spec.origin).resolve().parent)
     return found
 
 
-def library_folder() -> str | None:
-    """Where the course library's package is (the folder a withheld copy is shown at)."""
-    from autograder import course
-
-    return _package_dirs().get(course.facts().library or "")
+def library_folders() -> dict[str, str]:
+    """Where each of the course library's packages is (the folder its withheld copy is
+    shown at), name -> folder."""
+    return {name: folder for name, folder in _package_dirs().items() if name != "autograder"}
 
 
 def python_binds(library: Path | None = None) -> list[tuple[str, str]]:
     """(host folder, where the kernel sees it) of the course's Python: its environment's
-    prefixes outside /usr, the grader's package and the course library (`library` in its
-    place, where given). Wherever the checkout is (/tmp, a home folder), these folders and
-    no others of it are seen: the fork server's children bind them back over their fresh
-    /tmp and home (autograder.engine.sandboxed.forks)."""
+    prefixes outside /usr, the grader's package and the course library's packages (each
+    package's folder in `library`, a withheld copy, in its place, where given). Wherever
+    the checkout is (/tmp, a home folder), these folders and no others of it are seen: the
+    fork server's children bind them back over their fresh /tmp and home
+    (autograder.engine.sandboxed.forks)."""
     binds = []
     prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
     for prefix in sorted(prefixes):
@@ -89,7 +89,7 @@ def python_binds(library: Path | None = None) -> list[tuple[str, str]]:
     if sys.prefix != os.path.realpath(sys.prefix):
         binds.append((os.path.realpath(sys.prefix), sys.prefix))
     for name, folder in _package_dirs().items():
-        shown = str(library) if library is not None and name != "autograder" else folder
+        shown = str(library / name) if library is not None and name != "autograder" else folder
         binds.append((shown, folder))
     return binds
 
@@ -103,8 +103,9 @@ def command(runtime: Path, env: dict[str, str], scratch_mb: int = 512,
     writable (the kernel gives up writing there once its sockets are bound:
     autograder.engine.sandboxed.kernel); `env` is the kernel's whole environment; `fonts`, the
     grader's
-    matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, is seen in
-    place of the course library (a copy without the graded notebook's answers);
+    matplotlib cache, is seen read-only at FONT_CACHE; `library`, where given, holds the
+    packages seen in place of the course library's (a copy without the graded notebook's
+    answers: autograder.engine.trusted.withheld);
     `read_only` folders inside `runtime` are seen read-only (the fork server's library
     copies: autograder.engine.trusted.forkserver). With `proc_witness`, this machine's /proc is
     also seen, read-only, at PROC_WITNESS: Linux lets a namespace mount a /proc of its own

@@ -130,7 +130,7 @@ class KernelSession:
             env.update(HOME=str(scratch), MPLCONFIGDIR=str(scratch / ".matplotlib"),
                        COURSE_GRADE_MPL_CACHE=sandbox.matplotlib_cache())
             if self.library is not None:  # the library without the graded exercises first
-                env["PYTHONPATH"] = str(Path(self.library).parent)
+                env["PYTHONPATH"] = str(self.library)
             wrapper = []
             cwd = str(scratch)
         km = _Manager(transport="ipc", ip=str(self.runtime / "k"),
@@ -149,16 +149,16 @@ class KernelSession:
         fonts = sandbox.matplotlib_cache()
         env.update(sandbox.kernel_env(fonts))
         server_env = dict(env, COURSE_GRADE_PRELOAD=",".join(
-            forkserver.server_preload(facts.preload, facts.library or "")))
+            forkserver.server_preload(facts.preload, facts.library)))
         key = (server_env, fonts, _runtime_parent())
         self._server = (forkserver.acquire(*key), key)
         server = self._server[0]
         self.runtime = server.new_runtime()
         connection = self.runtime / "conn.json"
         write_connection_file(str(connection), transport="ipc", ip=str(self.runtime / "k"))
-        library_folder = sandbox.library_folder() if self.library is not None else None
+        folders = sandbox.library_folders() if self.library is not None else None
         self._top = server.spawn(connection, env, self.limits.scratch_mb, self.library,
-                                 library_folder)
+                                 folders)
         self.warm = True
         below = processes.descendants(self._top)  # B, then C (the kernel), started
         if len(below) < 2:

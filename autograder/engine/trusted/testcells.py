@@ -5,8 +5,8 @@ holds it) in a fresh namespace of the grader: the release's imports bound to the
 modules, and the names the release's own cells define taken from the notebook's kernel, as data
 or as an `autograder.engine.trusted.remote.Remote`. Observations of remote objects are sent to
 the kernel
-(the course's `observations` module, `sparse_embeddings.observe` here), and so are
-`known_good` blocks (`sparse_embeddings.mirrors`). The verdict is whether the cell
+(the course's `observations` module, `embeddings_course.observe` here), and so are
+`known_good` blocks (`embeddings_course.mirrors`). The verdict is whether the cell
 raised, here: nothing the kernel sends is run, unpickled or trusted as a verdict.
 """
 

@@ -1,17 +1,20 @@
-"""The course library as the grading sandbox sees it: only what the notebook's own cells
+"""The course's library as the grading sandbox sees it: only what the notebook's own cells
 need, and no version of the notebook's exercises in it.
 
-The library keeps its own version of many exercises, since later notebooks need them
-(`sparse_embeddings.mirrors.MIRRORS`). While notebook N is graded, its kernel gets a copy
-made here, and nothing else of the library (autograder.engine.trusted.sandbox shows the
-copy in the library's place, so the library's own folder, its `.pyc` caches included, is
-out of the kernel's sight):
+The library is one package or several (`[tool.course-grade] library`; this course: its
+helpers, `embeddings_course`, and the library they are built on, `sparse_embeddings`).
+It keeps its own version of many exercises, since later notebooks need them
+(`embeddings_course.mirrors.MIRRORS`): `sparse_embeddings.sparse` holds 02's and 03's,
+and its `LazyAdam` is built on 03's `lazy_adam_update`. While notebook N is graded, its
+kernel gets a copy of every library package made here, and nothing else of them
+(autograder.engine.trusted.sandbox shows each package's copy in its place, so the
+packages' own folders, their `.pyc` caches included, are out of the kernel's sight):
 
-- an allow-list of modules: the library modules N's own cells (neither answers nor tests)
-  import, the course's observations module and preload, and every library module these
-  import, anywhere in their code (a function's import too), followed to the end. A module
-  outside it is not in the copy at all: importing it fails as for a module that does not
-  exist;
+- an allow-list of modules: each library package itself, the library modules N's own
+  cells (neither answers nor tests) import, the course's observations module and
+  preload, and every library module these import, anywhere in their code (a function's
+  import too, from one package into another), followed to the end. A module outside it is
+  not in the copy at all: importing it fails as for a module that does not exist;
 - in those modules, each version of one of N's exercises is rewritten, by what the course
   says of it (`IN_A_GRADED_COPY` beside `MIRRORS`):
   - "answer": a version called as the exercise is (`sparse.deduplicate` for 02's
@@ -49,9 +52,9 @@ from autograder import course
 ANSWER, BUILT_ON = "answer", "built on"
 
 
-def _library() -> str:
-    """The course's library (pyproject.toml: [tool.course-grade] library)."""
-    return course.facts().library or ""
+def _libraries() -> tuple[str, ...]:
+    """The course's library packages (pyproject.toml: [tool.course-grade] library)."""
+    return course.facts().library
 
 
 def _mirrors_module():
@@ -76,23 +79,30 @@ def modes() -> dict:
     return dict(getattr(module, "IN_A_GRADED_COPY", {})) if module is not None else {}
 
 
-def source_folder() -> Path:
-    """The library's own package folder (found, not imported)."""
-    return Path(importlib.util.find_spec(_library()).origin).resolve().parent
+def source_folder(package: str | None = None) -> Path:
+    """A library package's own folder (found, not imported); default: the first."""
+    package = package or _libraries()[0]
+    return Path(importlib.util.find_spec(package).origin).resolve().parent
+
+
+def _in_library(dotted: str) -> bool:
+    return dotted.split(".")[0] in _libraries()
 
 
 def _is_module(dotted: str) -> bool:
-    parts = dotted.split(".")[1:]
-    base = source_folder().joinpath(*parts) if parts else source_folder()
+    if not _in_library(dotted):
+        return False
+    package, *parts = dotted.split(".")
+    base = source_folder(package).joinpath(*parts)
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def names_used(sources) -> set[str]:
     """What the given code (the notebook's own cells) takes from the library: the names
     it imports from it or reads as an attribute of a library module, and the library
-    modules it imports (dotted: "sparse_embeddings.checks")."""
-    library = _library()
-    if not library:
+    modules it imports (dotted: "embeddings_course.checks")."""
+    libraries = _libraries()
+    if not libraries:
         return set()
     trees = []
     for source in sources:
@@ -103,8 +113,9 @@ def names_used(sources) -> set[str]:
     aliases, found = set(), set()
     for tree in trees:
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == library:
-                if node.module != library:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in \
+                    libraries:
+                if node.module not in libraries:
                     found.add(node.module)
                 for alias in node.names:
                     dotted = f"{node.module}.{alias.name}"
@@ -115,7 +126,7 @@ def names_used(sources) -> set[str]:
                         found.add(alias.name)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
-                    if alias.name.split(".")[0] == library:
+                    if alias.name.split(".")[0] in libraries:
                         found.add(alias.name)
                         if alias.asname:
                             aliases.add(alias.asname)
@@ -124,8 +135,7 @@ def names_used(sources) -> set[str]:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                     node.value.id in aliases:
                 found.add(node.attr)
-    found.discard(library)
-    return found
+    return found - set(libraries)
 
 
 def withheld_names(exercises, kept=()) -> set[str]:
@@ -138,11 +148,11 @@ def withheld_names(exercises, kept=()) -> set[str]:
 
 
 def _imports(module: str) -> set[str]:
-    """The library modules `module` ("checks", "__init__") imports, anywhere in its code."""
-    library = _library()
+    """The library modules (dotted, in any of the course's packages) that `module`
+    ("embeddings_course.checks", "sparse_embeddings") imports, anywhere in its code."""
     path = _path(module)
-    inside = [] if module == "__init__" else module.split(".")
-    package = [library, *(inside if path.name == "__init__.py" else inside[:-1])]
+    inside = module.split(".")
+    package = inside if path.name == "__init__.py" else inside[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -150,35 +160,32 @@ def _imports(module: str) -> set[str]:
             if node.level:  # relative: from the module's package, up level - 1
                 up = package[:len(package) - (node.level - 1)]
                 base = ".".join(filter(None, [*up, node.module]))
-            if base.split(".")[0] != library:
+            if not _in_library(base):
                 continue
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
         elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == library}
-    return {_relative(name) for name in found if _is_module(name)}
-
-
-def _relative(dotted: str) -> str:
-    return dotted.partition(".")[2] or "__init__"
+            found |= {a.name for a in node.names if _in_library(a.name)}
+    return {name for name in found if _is_module(name)}
 
 
 def _path(module: str) -> Path:
-    if module == "__init__":
-        return source_folder() / "__init__.py"
-    base = source_folder().joinpath(*module.split("."))
+    """The file of a library module ("sparse_embeddings.sparse"; a package: its
+    `__init__.py`)."""
+    package, *parts = module.split(".")
+    base = source_folder(package).joinpath(*parts)
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
 def modules_needed(roots) -> set[str]:
-    """The allow-list: `roots` (dotted), the package itself, the course's observations and
-    preload modules, and every library module these import, followed to the end."""
+    """The allow-list: `roots` (dotted), every library package itself, the course's
+    observations and preload modules, and every library module these import, followed to
+    the end."""
     facts = course.facts()
-    library = _library()
-    start = {"__init__"} | {_relative(r) for r in roots}
+    start = set(_libraries()) | set(roots)
     for extra in [facts.observations or "", *facts.preload]:
-        if extra.split(".")[0] == library and _is_module(extra):
-            start.add(_relative(extra))
+        if _is_module(extra):
+            start.add(extra)
     needed, todo = set(), list(start)
     while todo:
         module = todo.pop()
@@ -198,7 +205,7 @@ def _plan(exercises) -> dict[str, dict[str, tuple[str, str]]]:
     for exercise in sorted(exercises):
         for spec in table.get(exercise, ()):
             module, _, name = spec.partition(":")
-            plan.setdefault(_relative(module), {})[name] = (exercise, how.get(spec, ""))
+            plan.setdefault(module, {})[name] = (exercise, how.get(spec, ""))
     return plan
 
 
@@ -280,9 +287,10 @@ def rewrite(source: str, versions: dict[str, tuple[str, str]], notebook: str) ->
 
 
 def library_copy(recipe: set[str], into: Path, notebook: str) -> Path:
-    """The copy of the library that `recipe` (`withheld_names`) describes, under `into`;
-    its package folder. The same recipe, library and rules give the same folder (made
-    once). A recipe that names no module (a caller that knows only the exercises) gets the
+    """The copy of the library that `recipe` (`withheld_names`) describes, under `into`:
+    the folder that holds one folder per library package (what the kernel's `sys.path`
+    finds them in). The same recipe, library and rules give the same folder (made once).
+    A recipe that names no module (a caller that knows only the exercises) gets the
     modules that hold the exercises' versions."""
     exercises = {r for r in recipe if "." not in r}
     roots = {r for r in recipe if "." in r} or {
@@ -291,21 +299,23 @@ def library_copy(recipe: set[str], into: Path, notebook: str) -> Path:
     plan = _plan(exercises)
     digest = hashlib.sha256("\0".join(
         [*sorted(recipe), notebook, Path(__file__).read_text(encoding="utf-8"),
-         repr(sorted(modes().items())), repr(sorted(mirrors().items()))]
+         repr(sorted(modes().items())), repr(sorted(mirrors().items())), *modules]
         + [_path(m).read_text(encoding="utf-8") for m in modules]).encode()).hexdigest()[:16]
-    target = into / f"library-{digest}" / _library()
+    target = into / f"library-{digest}"
     if target.exists():
         return target
     staging = into / f"library-{digest}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    package = staging / _library()
     for module in modules:
-        path = _path(module)
-        written = package / path.relative_to(source_folder())
+        path, package = _path(module), module.split(".")[0]
+        written = staging / package / path.relative_to(source_folder(package))
         written.parent.mkdir(parents=True, exist_ok=True)
         written.write_text(rewrite(path.read_text(encoding="utf-8"), plan.get(module, {}),
                                    notebook), encoding="utf-8")
-    (into / f"library-{digest}").mkdir(parents=True, exist_ok=True)
-    package.rename(target)
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:  # made meanwhile by another grading process: the same files
+        if not target.is_dir():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
     return target

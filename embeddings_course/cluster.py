@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparse_embeddings.observe import observation
+from embeddings_course.observe import observation
 
 __all__ = [
     "LocalCluster",
@@ -533,7 +533,7 @@ def lookup_export(lookup_fn, shapes, dtype: str = "int64", rank: int = 1) -> dic
 def _run_graph(request: dict) -> dict:
     """`graphs.run(request)`: in the observer's process while a notebook is graded (within
     the test's deadline), here otherwise (JupyterLab)."""
-    from sparse_embeddings import observe
+    from embeddings_course import observe
 
     router = observe.router()
     if router is None:

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from sparse_embeddings import observe
-from sparse_embeddings.checks import CheckFailed
-from sparse_embeddings.observe import observation
+from embeddings_course import observe
+from embeddings_course.checks import CheckFailed
+from embeddings_course.observe import observation
 
 # Kernels of tf.compat.v1.train optimizers for a dense gradient: one of these in the graph
 # means the update reads and writes the whole table.
@@ -181,7 +181,7 @@ def dropout_rates(model) -> list[float]:
     and the `dropout` / `recurrent_dropout` of recurrent layers and their cells. Read from
     the layers of the model rebuilt from its config (`observe.keras_model`): a model of the
     notebook's kernel is rebuilt first, and nothing runs there."""
-    from sparse_embeddings import observe
+    from embeddings_course import observe
 
     if observe.is_remote(model):
         model = observe.keras_model(model)
@@ -206,7 +206,7 @@ def dropout_places(model) -> dict[str, list[float]]:
     config, as in `dropout_rates`."""
     import keras
 
-    from sparse_embeddings import observe
+    from embeddings_course import observe
 
     if observe.is_remote(model):
         model = observe.keras_model(model)

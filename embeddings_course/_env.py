@@ -6,7 +6,7 @@ import importlib.metadata
 
 # What the course was checked on (pyproject.toml pins the same).
 REQUIRED = {"tensorflow": "2.21", "keras": "3.15"}
-FIX = "run `make lab` (or `pip install -e .`) from the course folder"
+FIX = "run `make lab` (or `pip install -e ./library -e .`) from the course folder"
 
 
 class EnvironmentProblem(ImportError):

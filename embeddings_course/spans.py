@@ -5,7 +5,7 @@ sequence with conlleval's rules (`extract_spans`, notebook 06's exercise), span-
 precision, recall and F1 as seqeval and conlleval count them (`precision_recall_f1`,
 notebook 06's exercise) and a table of them (`report_table`), and the most probable tag
 sequence that keeps the BIO rules (`bio_transitions`, `decode_bio`). Plain Python and
-NumPy: no TensorFlow. `sparse_embeddings.ner` re-exports every name.
+NumPy: no TensorFlow. `embeddings_course.ner` re-exports every name.
 """
 
 from __future__ import annotations

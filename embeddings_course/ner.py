@@ -5,8 +5,8 @@ The notebooks' exercises (`normalize_token`, `build_vocab`, `encode_batch`,
 `precision_recall_f1`) are here as the course's reference, shared by
 `benchmarks/bench_ner.py`, with the inputs they need (the pretrained matrix, character ids,
 normalized sentences). The tag set, spans, scores and BIO decoding live in
-`sparse_embeddings.spans` (no TensorFlow there), re-exported here; the trained tagger
-(`Tagger`, `make_tagger`, `fit`, saving and loading) is `sparse_embeddings.tagging`.
+`embeddings_course.spans` (no TensorFlow there), re-exported here; the trained tagger
+(`Tagger`, `make_tagger`, `fit`, saving and loading) is `embeddings_course.tagging`.
 
     >>> words, vectors = data.load_glove()
     >>> vocab = build_vocab([normalize_sentence(t) for t, _ in train], words)
@@ -31,8 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from sparse_embeddings.layers import PartiallyFrozenEmbedding
-from sparse_embeddings.spans import (  # noqa: F401 - ner.X keeps naming them all
+from embeddings_course.spans import (  # noqa: F401 - ner.X keeps naming them all
     ENTITY_TYPES,
     TAG_INDEX,
     TAGS,
@@ -42,6 +41,7 @@ from sparse_embeddings.spans import (  # noqa: F401 - ner.X keeps naming them al
     precision_recall_f1,
     report_table,
 )
+from sparse_embeddings.layers import PartiallyFrozenEmbedding
 
 PAD, UNK, USR, URL = "<PAD>", "<UNK>", "<USR>", "<URL>"
 # Characters with their own id (ids 2..): printable ASCII; 0 pads, 1 is any other.

@@ -14,7 +14,7 @@ again on stderr (creating a `ParameterServerStrategy` wrote four `INFO:tensorflo
 twice). Warnings and errors still show.
 
 It also makes the kernel show every error message whole at Validate's width
-(`sparse_embeddings.messages`).
+(`embeddings_course.messages`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 
-from sparse_embeddings import messages
+from embeddings_course import messages
 
 
 def start_tensorflow_quietly() -> None:

@@ -3,8 +3,8 @@ tweets (`make_tagger`), trained with `LazyAdam` and the notebook's `train_step` 
 tags predicted for raw tweets (`Tagger.predict`, BIO decoding by default), its errors
 shown, and the whole saved to a `.keras` file and loaded back.
 
-The pieces it puts together, the notebooks' exercises among them, are `sparse_embeddings.ner`
-(inputs, model, loss, step) and `sparse_embeddings.spans` (tags, spans, scores).
+The pieces it puts together, the notebooks' exercises among them, are `embeddings_course.ner`
+(inputs, model, loss, step) and `embeddings_course.spans` (tags, spans, scores).
 
     >>> tagger = make_tagger(split["train"], *data.load_glove())
     >>> history = fit(tagger, split["train"], split["validation"], epochs=12)
@@ -20,7 +20,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from sparse_embeddings.ner import (
+from embeddings_course.ner import (
     CHARS,
     UNK,
     build_tagger,
@@ -31,9 +31,9 @@ from sparse_embeddings.ner import (
     pretrained_matrix,
     train_step,
 )
+from embeddings_course.progress import Progress
+from embeddings_course.spans import TAG_INDEX, TAGS, decode_bio, extract_spans, precision_recall_f1
 from sparse_embeddings.optimizers import LazyAdam
-from sparse_embeddings.progress import Progress
-from sparse_embeddings.spans import TAG_INDEX, TAGS, decode_bio, extract_spans, precision_recall_f1
 
 
 class Tagger:

@@ -19,27 +19,27 @@ import types
 # exercise grade id -> the library objects that do the same job ("module:attribute");
 # read-only, so that nothing changes which library names a graded kernel is denied
 MIRRORS: types.MappingProxyType = types.MappingProxyType({
-    "rows_changed": ("sparse_embeddings.checks:rows_changed",),
+    "rows_changed": ("embeddings_course.checks:rows_changed",),
     "deduplicate": ("sparse_embeddings.sparse:deduplicate",
                     "sparse_embeddings.sparse:sum_duplicates"),
     "sparse_sgd_update": ("sparse_embeddings.sparse:sparse_sgd_update",),
     "lazy_adam_update": ("sparse_embeddings.sparse:lazy_adam_update",
                          "sparse_embeddings.optimizers:LazyAdam"),
     "PartiallyFrozenEmbedding": ("sparse_embeddings.layers:PartiallyFrozenEmbedding",),
-    "normalize_token": ("sparse_embeddings.ner:normalize_token",
-                        "sparse_embeddings.ner:normalize_sentence"),
-    "build_vocab": ("sparse_embeddings.ner:build_vocab",),
-    "encode_batch": ("sparse_embeddings.ner:encode_batch",),
-    "masked_cross_entropy": ("sparse_embeddings.ner:masked_cross_entropy",),
-    "build_tagger": ("sparse_embeddings.ner:build_tagger",
-                     "sparse_embeddings.tagging:make_tagger"),
-    "train_step": ("sparse_embeddings.ner:train_step", "sparse_embeddings.tagging:fit"),
-    "extract_spans": ("sparse_embeddings.spans:extract_spans",),
-    "precision_recall_f1": ("sparse_embeddings.spans:precision_recall_f1",),
-    "shard_of": ("sparse_embeddings.cluster:shard_of", "sparse_embeddings.cluster:shard_sizes"),
-    "step_traffic_bytes": ("sparse_embeddings.cluster:predicted_traffic",),
-    "sharded_lookup": ("sparse_embeddings.cluster:sharded_lookup",
-                       "sparse_embeddings.cluster:lookup"),
+    "normalize_token": ("embeddings_course.ner:normalize_token",
+                        "embeddings_course.ner:normalize_sentence"),
+    "build_vocab": ("embeddings_course.ner:build_vocab",),
+    "encode_batch": ("embeddings_course.ner:encode_batch",),
+    "masked_cross_entropy": ("embeddings_course.ner:masked_cross_entropy",),
+    "build_tagger": ("embeddings_course.ner:build_tagger",
+                     "embeddings_course.tagging:make_tagger"),
+    "train_step": ("embeddings_course.ner:train_step", "embeddings_course.tagging:fit"),
+    "extract_spans": ("embeddings_course.spans:extract_spans",),
+    "precision_recall_f1": ("embeddings_course.spans:precision_recall_f1",),
+    "shard_of": ("embeddings_course.cluster:shard_of", "embeddings_course.cluster:shard_sizes"),
+    "step_traffic_bytes": ("embeddings_course.cluster:predicted_traffic",),
+    "sharded_lookup": ("embeddings_course.cluster:sharded_lookup",
+                       "embeddings_course.cluster:lookup"),
 })
 
 # how the copy of the library a graded kernel gets treats each version of the notebook's
@@ -51,27 +51,27 @@ MIRRORS: types.MappingProxyType = types.MappingProxyType({
 # - a version not listed here is a stub that raises Withheld.
 ANSWER, BUILT_ON = "answer", "built on"
 IN_A_GRADED_COPY: types.MappingProxyType = types.MappingProxyType({
-    "sparse_embeddings.checks:rows_changed": ANSWER,
+    "embeddings_course.checks:rows_changed": ANSWER,
     "sparse_embeddings.sparse:deduplicate": ANSWER,
     "sparse_embeddings.sparse:sum_duplicates": ANSWER,  # the student's deduplicate serves
     "sparse_embeddings.sparse:sparse_sgd_update": ANSWER,
     "sparse_embeddings.sparse:lazy_adam_update": ANSWER,
     "sparse_embeddings.optimizers:LazyAdam": BUILT_ON,  # its sparse step: lazy_adam_update
-    "sparse_embeddings.ner:normalize_token": ANSWER,
-    "sparse_embeddings.ner:normalize_sentence": BUILT_ON,  # normalize_token on each token
-    "sparse_embeddings.ner:build_vocab": ANSWER,
-    "sparse_embeddings.ner:encode_batch": ANSWER,
-    "sparse_embeddings.ner:masked_cross_entropy": ANSWER,
-    "sparse_embeddings.ner:build_tagger": ANSWER,
-    "sparse_embeddings.tagging:make_tagger": BUILT_ON,  # its model: build_tagger's
-    "sparse_embeddings.ner:train_step": ANSWER,
-    "sparse_embeddings.tagging:fit": BUILT_ON,  # each step: train_step
-    "sparse_embeddings.spans:extract_spans": ANSWER,
-    "sparse_embeddings.spans:precision_recall_f1": ANSWER,
-    "sparse_embeddings.cluster:shard_of": ANSWER,
-    "sparse_embeddings.cluster:predicted_traffic": ANSWER,
-    "sparse_embeddings.cluster:sharded_lookup": ANSWER,
-    "sparse_embeddings.cluster:lookup": BUILT_ON,  # the rows: sharded_lookup of unique ids
+    "embeddings_course.ner:normalize_token": ANSWER,
+    "embeddings_course.ner:normalize_sentence": BUILT_ON,  # normalize_token on each token
+    "embeddings_course.ner:build_vocab": ANSWER,
+    "embeddings_course.ner:encode_batch": ANSWER,
+    "embeddings_course.ner:masked_cross_entropy": ANSWER,
+    "embeddings_course.ner:build_tagger": ANSWER,
+    "embeddings_course.tagging:make_tagger": BUILT_ON,  # its model: build_tagger's
+    "embeddings_course.ner:train_step": ANSWER,
+    "embeddings_course.tagging:fit": BUILT_ON,  # each step: train_step
+    "embeddings_course.spans:extract_spans": ANSWER,
+    "embeddings_course.spans:precision_recall_f1": ANSWER,
+    "embeddings_course.cluster:shard_of": ANSWER,
+    "embeddings_course.cluster:predicted_traffic": ANSWER,
+    "embeddings_course.cluster:sharded_lookup": ANSWER,
+    "embeddings_course.cluster:lookup": BUILT_ON,  # the rows: sharded_lookup of unique ids
 })
 
 
@@ -105,7 +105,7 @@ def known_good(caller, *callees: str):
     The student's functions are bound again afterwards. While a notebook is graded, the
     caller lives in the kernel: the grader binds the names there
     (autograder.engine.trusted.testcells)."""
-    from sparse_embeddings import observe
+    from embeddings_course import observe
 
     router = observe.router()
     if router is not None and observe.is_remote(caller):

@@ -400,7 +400,7 @@ def check_instance(actual, expected_type: type, name: str = "result",
     object of the kernel fails (a test checks the type of data, which crosses)."""
     import keras
 
-    from sparse_embeddings import observe
+    from embeddings_course import observe
 
     if observe.is_remote(actual) and issubclass(expected_type, keras.layers.Layer):
         actual = observe.keras_model(actual, name=name, hint=hint)

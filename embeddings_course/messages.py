@@ -13,7 +13,7 @@ failing check shows the test cell's line that called it, then the message, not t
 helper's own code.
 
 `install()` puts this into the running IPython shell (the notebook's setup cell imports
-`sparse_embeddings.runtime`, which calls it); outside IPython it does nothing.
+`embeddings_course.runtime`, which calls it); outside IPython it does nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ WIDTH = 80
 CONTINUATION = "  "
 
 # modules whose frames a traceback leaves out (a failing check's own code is not the news)
-HELPERS = frozenset({"sparse_embeddings.checks"})
+HELPERS = frozenset({"embeddings_course.checks"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

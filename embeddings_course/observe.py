@@ -151,7 +151,7 @@ def variable_writes(fn, *args, **kwargs):
     the position of the variable among the variables of `args` (-1: another one), "rows":
     the sorted row ids it wrote, or None where it writes the whole variable (an assign) or
     a part the graph does not show (a write inside a loop or a function call)}
-    (`sparse_embeddings.graphwrites`)."""
+    (`embeddings_course.graphwrites`)."""
     import tensorflow as tf
 
     request, _, _, _ = _exported(_LocalRouter(), fn, args, kwargs, "the function")
@@ -168,7 +168,7 @@ class _LocalRouter:
 def _writes_request(request: dict, tf) -> tuple[list, list]:
     """The plan of the exported graph's writes (`graphwrites.plan`), and the request's
     "fetch" and "targets" that make the run read what each write was given."""
-    from sparse_embeddings import graphwrites
+    from embeddings_course import graphwrites
 
     graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
                                                  .tobytes())
@@ -181,7 +181,7 @@ def _writes_request(request: dict, tf) -> tuple[list, list]:
 
 def _writes_run_here(request: dict, tf) -> list[dict]:
     """The request's graph run in this process on variables of its own (Validate)."""
-    from sparse_embeddings import graphwrites
+    from embeddings_course import graphwrites
 
     found, rows = _writes_request(request, tf)
     graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
@@ -265,7 +265,7 @@ def keras_model(obj, name: str = "the model", hint: str | None = None):
     import importlib
 
     from autograder.engine.observer import keras_models
-    from sparse_embeddings import checks
+    from embeddings_course import checks
 
     extra = {}
     for key, (registered, where) in LIBRARY_LAYERS.items():
@@ -368,7 +368,7 @@ def layer_facts(layer, calls=(), *, grads=(), fit=None, fresh_seed=None, rank=No
     the value the runs started from) and "attributes" (attribute name -> that value)."""
     import tensorflow as tf
 
-    from sparse_embeddings import checks
+    from embeddings_course import checks
 
     calls = [np.asarray(c.numpy() if isinstance(c, tf.Tensor) else c) for c in calls]
     grads = [np.asarray(g.numpy() if isinstance(g, tf.Tensor) else g) for g in grads]
@@ -507,7 +507,7 @@ def train_step_run(step_fn, model_json: str, weights, batch, *, clip_norm: float
     import keras
     import tensorflow as tf
 
-    from sparse_embeddings import checks
+    from embeddings_course import checks
     from sparse_embeddings.optimizers import LazyAdam
 
     model = keras.models.model_from_json(model_json)
@@ -788,7 +788,7 @@ def _graded_in_tf_function(router, fn, *args, **kwargs):
 def _graded_variable_writes(router, fn, *args, **kwargs):
     import tensorflow as tf
 
-    from sparse_embeddings import graphwrites
+    from embeddings_course import graphwrites
 
     request, _, _, _ = _exported(router, fn, args, kwargs, "the function")
     found, rows = _writes_request(request, tf)
