@@ -1,7 +1,10 @@
-# Mistake: replaces each None by tf.zeros(variable.shape), which is float32 whatever the
-# variable's dtype.
+# Mistake: fills each None with tf.zeros of the variable's shape, which is float32 whatever
+# the variable's dtype (a float64 variable gets float32 zeros).
 def gradients_or_zeros(loss_fn, variables):
     with tf.GradientTape() as tape:
-        loss = loss_fn()
-    grads = tape.gradient(loss, variables)
-    return [tf.zeros(v.shape) if g is None else g for v, g in zip(variables, grads)]
+        total = loss_fn()
+    grads = list(tape.gradient(total, variables))
+    for k in range(len(grads)):
+        if grads[k] is None:
+            grads[k] = tf.zeros(tf.shape(variables[k]))
+    return grads
