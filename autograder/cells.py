@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,19 @@ from autograder.errors import CourseError
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 STUDENT_FORBIDDEN = SOLUTION_MARKERS + HIDDEN_MARKERS + ("BEGIN SOLUTION", "HIDDEN TESTS")
+
+
+# CPython 3.11's ast module keeps one recursion counter per interpreter, not per thread: two
+# threads that parse at once can fail with "SystemError: AST constructor recursion depth
+# mismatch" (python/cpython#106905). The grader parses in threads (self-grades side by side),
+# so every parse of the grader goes through this lock.
+PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """`ast.parse(source)`, one thread at a time (PARSE_LOCK)."""
+    with PARSE_LOCK:
+        return ast.parse(source)
 
 
 def read_notebook(path: Path | str) -> nbformat.NotebookNode:
@@ -180,7 +194,7 @@ def _code_trees(nb: nbformat.NotebookNode, keep) -> list[ast.Module]:
     for cell in nb.cells:
         if cell.cell_type == "code" and keep(cell):
             try:
-                trees.append(ast.parse(cell.source))
+                trees.append(parse(cell.source))
             except SyntaxError:
                 continue
     return trees
@@ -203,7 +217,7 @@ def release_names(release: nbformat.NotebookNode) -> list[str]:
     notebook's top level, less those its imports bind: the only names a test takes from
     the kernel. Taken from the release, the list tells the kernel nothing about any test."""
     imported = {alias.asname or alias.name.split(".")[0]  # read, not run: no TensorFlow here
-                for node in ast.parse(release_imports(release)).body
+                for node in parse(release_imports(release)).body
                 for alias in node.names}
     found: set[str] = set()
     for tree in _code_trees(release, lambda cell: not is_test(cell)):

@@ -12,7 +12,6 @@ raised, here: nothing the kernel sends is run, unpickled or trusted as a verdict
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import importlib
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
-from autograder import course
+from autograder import cells, course
 from autograder.cells import HIDDEN_MARKERS
 from autograder.engine.trusted import seeds
 from autograder.engine.trusted.remote import (
@@ -141,7 +140,7 @@ def run_test(session, source: str, imports: str, timeout: float,
     printed = io.StringIO()
     namespace = {"__builtins__": builtins, "__name__": "__course_test__"}
     try:
-        tree = ast.parse(source)
+        tree = cells.parse(source)
         exec(compile(imports, "<the release's imports>", "exec"), namespace)  # noqa: S102
         # the same names for every test, from the release: the kernel learns nothing of
         # the test from them
@@ -149,7 +148,8 @@ def run_test(session, source: str, imports: str, timeout: float,
         if wanted:
             namespace.update(bridge.request("get_many", names=wanted))
             bridge.watch(namespace, wanted)
-        code = compile(tree, "<test cell>", "exec")
+        with cells.PARSE_LOCK:  # compiling an ast.Module reads it with the same counter
+            code = compile(tree, "<test cell>", "exec")
         with _routed(bridge), seeds.installed(secret), contextlib.redirect_stdout(printed):
             try:
                 exec(code, namespace)  # noqa: S102 - the course's own test, never the student's

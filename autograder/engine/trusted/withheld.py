@@ -47,7 +47,7 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from autograder import course
+from autograder import cells, course
 
 ANSWER, BUILT_ON = "answer", "built on"
 
@@ -107,7 +107,7 @@ def names_used(sources) -> set[str]:
     trees = []
     for source in sources:
         try:
-            trees.append(ast.parse(source))
+            trees.append(cells.parse(source))
         except SyntaxError:
             continue
     aliases, found = set(), set()
@@ -154,7 +154,7 @@ def _imports(module: str) -> set[str]:
     inside = module.split(".")
     package = inside if path.name == "__init__.py" else inside[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(cells.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the module's package, up level - 1
@@ -259,12 +259,12 @@ def _replacement(name: str, exercise: str, mode: str, notebook: str) -> ast.stmt
         message = (f"the course library's {name} is withheld while {notebook} is graded: it "
                    "is one of this notebook's exercises, so write it yourself")
         call = f"__course_withheld({name!r}, {message!r})"
-    return ast.parse(f"{name} = {call}").body[0]
+    return cells.parse(f"{name} = {call}").body[0]
 
 
 def rewrite(source: str, versions: dict[str, tuple[str, str]], notebook: str) -> str:
     """A module's source with `versions` ({name: (exercise, mode)}) rewritten."""
-    tree = ast.parse(source)
+    tree = cells.parse(source)
     body, changed = [], False
     for node in tree.body:
         defined = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
@@ -281,7 +281,7 @@ def rewrite(source: str, versions: dict[str, tuple[str, str]], notebook: str) ->
                  and at == 0)
                 or (isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__")):
             at += 1
-        body[at:at] = ast.parse(FACTORY).body
+        body[at:at] = cells.parse(FACTORY).body
     tree.body = body
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
