@@ -41,6 +41,7 @@ __all__ = [
     "check_int_list",
     "check_rows_written",
     "check_logits",
+    "draw_weights",
     "error_line",
     "hidden_seed",
 ]
@@ -442,12 +443,28 @@ def check_rows_written(writes, expected_rows, name: str = "the update",
               "lists every row of the table is a dense update in disguise.")
 
 
+def draw_weights(model, seed: int, scale: float = 1.0) -> None:
+    """Give every floating-point weight of `model` new values drawn from a normal
+    distribution of standard deviation `scale` (NumPy's generator seeded with `seed`).
+
+    A model just built has small weights, and its logits can all fall between 0 and 1 by
+    chance: with 2 tags and tokens alike, about 2 models in 100. Drawn at scale 1, each
+    logit falls between 0 and 1 about 1 time in 4, so `check_logits` can tell them from
+    probabilities; an activation keeps its outputs in [0, 1] whatever the weights."""
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        dtype = np.dtype(getattr(weight.dtype, "as_numpy_dtype", weight.dtype))
+        if np.issubdtype(dtype, np.floating):
+            weight.assign(rng.normal(0.0, scale, tuple(weight.shape)).astype(dtype))
+
+
 def check_logits(actual, name: str = "the outputs", hint: str | None = None) -> None:
     """`actual` (at least 8 numbers, each position's scores along the last axis) are
     logits, not probabilities: not all in [0, 1] with each position's summing to 1 (a
-    softmax), nor all in (0, 1) (a sigmoid). The logits of a model that has not been
-    trained fall below 0 and above 1 somewhere among that many, so only an activation
-    makes them all look like probabilities."""
+    softmax), nor all in (0, 1) (a sigmoid). Give it the outputs of a model whose weights
+    `draw_weights` drew, for tokens that differ: its logits then fall below 0 and above 1
+    somewhere among that many, and only an activation makes them all look like
+    probabilities."""
     values = as_numpy(actual, name).astype(np.float64)
     if values.size < 8:
         raise ValueError("check_logits needs at least 8 numbers to tell logits apart")

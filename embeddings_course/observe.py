@@ -165,9 +165,10 @@ class _LocalRouter:
         return REGISTRY[name](*args, **kwargs)
 
 
-def _writes_request(request: dict, tf) -> tuple[list, list]:
-    """The plan of the exported graph's writes (`graphwrites.plan`), and the request's
-    "fetch" and "targets" that make the run read what each write was given."""
+def _writes_request(request: dict, tf) -> tuple[list, list, object]:
+    """The plan of the exported graph's writes (`graphwrites.plan`), the rows of each
+    variable and the parsed GraphDef; sets the request's "fetch" and "targets", which make
+    the run read what each write was given."""
     from embeddings_course import graphwrites
 
     graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
@@ -176,16 +177,14 @@ def _writes_request(request: dict, tf) -> tuple[list, list]:
     request["fetch"] = [name for entry in found for name in entry["fetch"]]
     request["targets"] = [entry["node"] for entry in found]
     return found, [int(np.shape(value)[0]) if np.ndim(value) else 1
-                   for _, value, _ in request["variables"]]
+                   for _, value, _ in request["variables"]], graph_def
 
 
 def _writes_run_here(request: dict, tf) -> list[dict]:
     """The request's graph run in this process on variables of its own (Validate)."""
     from embeddings_course import graphwrites
 
-    found, rows = _writes_request(request, tf)
-    graph_def = tf.compat.v1.GraphDef.FromString(np.asarray(request["graph"], np.uint8)
-                                                 .tobytes())
+    found, rows, graph_def = _writes_request(request, tf)
     graph = tf.Graph()
     with graph.as_default():
         fed = {f"{name.split(':')[0]}:0": tf.compat.v1.placeholder(
@@ -791,7 +790,7 @@ def _graded_variable_writes(router, fn, *args, **kwargs):
     from embeddings_course import graphwrites
 
     request, _, _, _ = _exported(router, fn, args, kwargs, "the function")
-    found, rows = _writes_request(request, tf)
+    found, rows, _ = _writes_request(request, tf)
     got = router.observer_run(request)
     return graphwrites.report(found, got["fetched"], rows)
 

@@ -176,25 +176,6 @@ def check_sparse_update(run: GraphRun, name: str = "build_capped_train_op") -> N
                     "summing duplicates), not from every row of the table.")
 
 
-def dropout_rates(model) -> list[float]:
-    """Every dropout rate in a Keras model, nested layers included: `Dropout(rate)` layers
-    and the `dropout` / `recurrent_dropout` of recurrent layers and their cells. Read from
-    the layers of the model rebuilt from its config (`observe.keras_model`): a model of the
-    notebook's kernel is rebuilt first, and nothing runs there."""
-    from embeddings_course import observe
-
-    if observe.is_remote(model):
-        model = observe.keras_model(model)
-    rates = []
-    # Keras 3 has no public recursive walk over sublayers (Bidirectional's LSTMs, their cells).
-    for layer in model._flatten_layers(include_self=True, recursive=True):
-        for attribute in ("rate", "dropout", "recurrent_dropout"):
-            value = getattr(layer, attribute, None)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                rates.append(float(value))
-    return rates
-
-
 def dropout_places(model) -> dict[str, list[float]]:
     """Where a BiLSTM tagger drops units, as TF 1's `DropoutWrapper` does on an LSTM's
     inputs, states and outputs: {"inputs": the rates of the LSTMs' `dropout` and of the
@@ -203,7 +184,8 @@ def dropout_places(model) -> dict[str, list[float]]:
     recurrent layer}, each a sorted list of the distinct rates above 0 (rounded to 6
     places), [] where none. The layers are taken in the model's order (a functional or
     Sequential model lists them from input to output), from the model rebuilt from its
-    config, as in `dropout_rates`."""
+    config (`observe.keras_model`): a model of the notebook's kernel is rebuilt first, and
+    nothing runs there."""
     import keras
 
     from embeddings_course import observe

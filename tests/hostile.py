@@ -643,7 +643,6 @@ FAKE_KERAS = (
     "for _name in ('optimizer_step', 'train_step_run', 'keras_model', 'keras_export',\n"
     "              'export_train_step', 'type_names', 'fit_in_model', 'layer_facts'):\n"
     "    setattr(observe, _name, _fake)\n"
-    "tf1.dropout_rates = lambda model: [0.4]\n"
     "tf1.dropout_places = lambda model: dict.fromkeys(('inputs', 'states', 'outputs'), [0.4])\n"
     "checks.check_instance = lambda *args, **kwargs: None\n")
 

@@ -81,17 +81,6 @@ def test_bad_arguments(table, batches, message):
         tf1.train_in_graph(capped, table, batches, 1.0)
 
 
-def test_dropout_rates_reach_nested_layers():
-    ids = keras.Input((None,), dtype="int32")
-    x = keras.layers.Embedding(10, 4)(ids)
-    x = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True, dropout=0.25,
-                                                     recurrent_dropout=0.5))(x)
-    model = keras.Model(ids, keras.layers.Dropout(0.125)(x))
-    rates = tf1.dropout_rates(model)
-    assert {0.25, 0.5, 0.125} <= set(rates)
-    assert set(rates) <= {0.0, 0.25, 0.5, 0.125}
-
-
 def test_dropout_places_say_where_a_tagger_drops_units():
     def tagger(inputs_layer=0.0, inputs=0.0, states=0.0, outputs=0.0):
         ids = keras.Input((None,), dtype="int32")
