@@ -307,6 +307,27 @@ def hidden_fragments(assignment: str) -> list[str]:
     return fragments
 
 
+def give_manual_score(page, url: str, cell: str, value: str) -> None:
+    """Type `value` into the formgrader's score of `cell` on the submission page at `url`,
+    and see it saved. The page's grades arrive after its inputs, and a score typed before
+    they did is neither saved nor kept (a test once generated feedback without it). So:
+    wait for the formgrader's grades, type, wait for its PUT of the grade, reload, and
+    read the score back."""
+    loaded = "() => window.formgrader && formgrader.grades && formgrader.grades.loaded"
+    for _ in range(3):
+        page.goto(url)
+        page.wait_for_function(loaded, timeout=60_000)
+        with page.expect_response(lambda r: "/api/grade/" in r.url
+                                  and r.request.method == "PUT", timeout=30_000):
+            page.fill(f"input.score#{cell}", value)
+            page.keyboard.press("Tab")
+        page.reload()
+        page.wait_for_function(loaded, timeout=60_000)
+        if page.input_value(f"input.score#{cell}") == value:
+            return
+    raise AssertionError(f"the formgrader did not keep the score {value} of {cell}")
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 def test_a_class_from_release_to_feedback(class_hub, browser):
@@ -421,11 +442,7 @@ def test_a_class_from_release_to_feedback(class_hub, browser):
                   if is_manual(c))
     page.goto(teacher.url(f"formgrader/gradebook/{A3}/{NB[A3][:-6]}"))
     link = page.wait_for_selector(f"a.name-shown:text-is('{ADA}')", state="attached")
-    page.goto(config.url + link.get_attribute("href"))
-    score = page.wait_for_selector(f"input.score#{manual}")
-    score.fill("2")
-    page.keyboard.press("Tab")
-    page.wait_for_timeout(1500)
+    give_manual_score(page, config.url + link.get_attribute("href"), manual, "2")
     teacher.shot("manual grade")
     teacher.formgrader()
     for assignment in (A1, A3):
